@@ -1,0 +1,100 @@
+"""Person boxes for top-down pose: full frame, caller boxes, or seg foreground components."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import FrameError
+from .letterbox import Letterbox
+
+#: Sapiens/mmpose top-down context: each box is enlarged by this factor before cropping.
+BOX_PADDING = 1.25
+BOX_SOURCES = ('seg', 'full', 'given')
+
+
+def full_frame_box(image_size: tuple[int, int]) -> np.ndarray:
+    """The whole frame as one ``(1, 4)`` xyxy box (pixel edges)."""
+    height, width = image_size
+    return np.array([[-0.5, -0.5, width - 0.5, height - 0.5]], dtype=np.float32)
+
+
+def parse_boxes(text: str) -> np.ndarray:
+    """Parse ``'X1,Y1,X2,Y2;X1,Y1,X2,Y2'`` into an ``(N, 4)`` float32 array."""
+    rows = [r for r in text.replace(' ', '').split(';') if r]
+    try:
+        boxes = np.array([[float(v) for v in r.split(',')] for r in rows], dtype=np.float32)
+    except ValueError:
+        raise FrameError(f'cannot parse boxes {text!r}; expected X1,Y1,X2,Y2[;...]') from None
+    return check_boxes(boxes)
+
+
+def check_boxes(boxes: np.ndarray) -> np.ndarray:
+    """Validate ``(N, 4)`` xyxy boxes: finite, with positive width and height."""
+    boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4) if np.size(boxes) else \
+        np.zeros((0, 4), np.float32)
+    bad = ~np.isfinite(boxes).all(1) | (boxes[:, 2] <= boxes[:, 0]) | (boxes[:, 3] <= boxes[:, 1])
+    if bad.any():
+        raise FrameError(f'invalid boxes (need finite x1<x2, y1<y2): {boxes[bad].tolist()}')
+    return boxes
+
+
+def crop_windows(boxes: torch.Tensor, input_size: tuple[int, int],
+                 padding: float = BOX_PADDING) -> tuple[torch.Tensor, torch.Tensor]:
+    """Centres ``(N, 2)`` and window sizes ``(N, 2)`` (w, h): boxes enlarged and fixed to aspect.
+
+    The window keeps the model input aspect (3:4 for 1024x768) by growing the short side, as
+    Sapiens and mmpose do.
+    """
+    centers = (boxes[:, :2] + boxes[:, 2:]) * 0.5
+    wh = (boxes[:, 2:] - boxes[:, :2]) * padding
+    aspect = input_size[1] / input_size[0]
+    w = torch.maximum(wh[:, 0], wh[:, 1] * aspect)
+    return centers, torch.stack([w, w / aspect], dim=1)
+
+
+def foreground_boxes(logits: torch.Tensor, letterbox: Letterbox, *, factor: int = 4,
+                     min_area: float = 0.002, max_persons: int = 8,
+                     fg_threshold: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Person boxes from the connected components of the seg foreground of one frame.
+
+    ``logits`` is the seg output ``(C, h, w)`` over the model input. The foreground probability
+    (1 - p(background)) is computed on the device at ``1/factor`` resolution, so only a small map
+    crosses to the host, where OpenCV labels its components (the person count is data dependent).
+    Returns xyxy boxes ``(N, 4)`` in image pixels and scores ``(N,)`` (mean foreground
+    probability), largest component first.
+    """
+    in_h, in_w = letterbox.input_size
+    low_h, low_w = max(1, in_h // factor), max(1, in_w // factor)
+    low = F.adaptive_avg_pool2d(logits[None].float(), (low_h, low_w))[0]
+    prob = 1.0 - low.softmax(0)[0]
+    # Ignore the padding: it is not part of the frame.
+    top, left = letterbox.pad
+    rh, rw = letterbox.resized_size
+    fy, fx = in_h / low_h, in_w / low_w
+    valid = torch.zeros_like(prob, dtype=torch.bool)
+    valid[int(np.ceil(top / fy)):int((top + rh) // fy), int(np.ceil(left / fx)):int((left + rw) // fx)] = True
+    prob = torch.where(valid, prob, torch.zeros_like(prob)).cpu().numpy()
+    mask = (prob > fg_threshold).astype(np.uint8)
+    count, comp, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    keep = np.nonzero(areas >= min_area * valid.sum().item())[0] + 1
+    keep = keep[np.argsort(-areas[keep - 1], kind='stable')][:max_persons]
+    if keep.size == 0:
+        return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32)
+    x0 = stats[keep, cv2.CC_STAT_LEFT]
+    y0 = stats[keep, cv2.CC_STAT_TOP]
+    x1 = x0 + stats[keep, cv2.CC_STAT_WIDTH]
+    y1 = y0 + stats[keep, cv2.CC_STAT_HEIGHT]
+    # Low-res cell edges -> model pixel coordinates (centres at integers) -> image pixels.
+    corners = np.stack([np.stack([x0 * fx - 0.5, y0 * fy - 0.5], -1),
+                        np.stack([x1 * fx - 0.5, y1 * fy - 0.5], -1)], axis=1)
+    img = letterbox.to_image(corners)
+    height, width = letterbox.image_size
+    img[..., 0] = img[..., 0].clip(-0.5, width - 0.5)
+    img[..., 1] = img[..., 1].clip(-0.5, height - 0.5)
+    sums = np.bincount(comp.ravel(), weights=prob.ravel(), minlength=count)
+    scores = sums[keep] / stats[keep, cv2.CC_STAT_AREA]
+    return img.reshape(-1, 4).astype(np.float32), scores.astype(np.float32)

@@ -1,0 +1,137 @@
+"""Upload camera frames to the model's device once and normalise them for every head."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import FrameError
+from .letterbox import Letterbox
+
+#: ImageNet statistics on the 0-255 scale, RGB order (what Sapiens2 was trained with).
+MEAN_255 = (0.485 * 255, 0.456 * 255, 0.406 * 255)
+STD_255 = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+COLOR_ORDERS = ('rgb', 'bgr')
+
+
+def check_frame(frame: np.ndarray | torch.Tensor, max_pixels: int | None = None) -> None:
+    """Raise :class:`FrameError` unless ``frame`` is a non-empty uint8 HxW, HxWx1 or HxWx3."""
+    shape = tuple(frame.shape)
+    dtype = frame.dtype
+    if dtype not in (np.uint8, torch.uint8):
+        raise FrameError(f'frame dtype must be uint8, got {dtype}')
+    if len(shape) not in (2, 3) or (len(shape) == 3 and shape[2] not in (1, 3)):
+        raise FrameError(f'frame must be HxW (mono8) or HxWx3 (rgb8/bgr8), got shape {shape}')
+    if shape[0] == 0 or shape[1] == 0:
+        raise FrameError(f'frame has zero size {shape[1]}x{shape[0]}')
+    if max_pixels and shape[0] * shape[1] > max_pixels:
+        raise FrameError(f'frame {shape[1]}x{shape[0]} exceeds max_pixels={max_pixels}')
+
+
+@dataclass
+class UploadedFrame:
+    """One frame on the device: the original pixels and an ImageNet-scaled float copy."""
+
+    rgb: torch.Tensor  # (H, W, 3) uint8, RGB order
+    scaled: torch.Tensor  # (3, H, W) float32: rgb / std (mean is subtracted after sampling)
+    letterbox: Letterbox
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(H, W)`` of the original frame."""
+        return self.letterbox.image_size
+
+
+class FrameBatch:
+    """Frames uploaded and normalised once, shared by every head of the pipeline.
+
+    ``pixel_values`` is the letterboxed, normalised ``(B, 3, H_in, W_in)`` batch for the dense
+    heads; :meth:`crops` samples pose crops from the same uploaded frames.
+    """
+
+    def __init__(self, frames: Sequence[np.ndarray | torch.Tensor], input_size: tuple[int, int],
+                 device: torch.device, color_order: str = 'rgb') -> None:
+        if color_order not in COLOR_ORDERS:
+            raise FrameError(f'color_order must be one of {COLOR_ORDERS}, got {color_order!r}')
+        if not frames:
+            raise FrameError('no frame given')
+        self.device = device
+        self.input_size = tuple(input_size)
+        self._mean = torch.tensor(MEAN_255, device=device).div_(
+            torch.tensor(STD_255, device=device)).view(3, 1, 1)
+        inv_std = (1.0 / torch.tensor(STD_255, device=device)).view(3, 1, 1)
+        self.frames: list[UploadedFrame] = []
+        for frame in frames:
+            check_frame(frame)
+            rgb = _upload(frame, device, color_order)
+            scaled = rgb.permute(2, 0, 1).float().mul_(inv_std)
+            lb = Letterbox.fit(tuple(rgb.shape[:2]), self.input_size)
+            self.frames.append(UploadedFrame(rgb, scaled, lb))
+        self.pixel_values = self._letterbox()
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    @property
+    def letterboxes(self) -> list[Letterbox]:
+        """Letterbox transform of each frame."""
+        return [f.letterbox for f in self.frames]
+
+    def _letterbox(self) -> torch.Tensor:
+        in_h, in_w = self.input_size
+        out = torch.empty(len(self.frames), 3, in_h, in_w, device=self.device)
+        out.copy_(-self._mean.expand(3, in_h, in_w))
+        for i, frame in enumerate(self.frames):
+            lb = frame.letterbox
+            (h, w), (top, left) = lb.resized_size, lb.pad
+            down = h < lb.image_size[0]
+            resized = F.interpolate(frame.scaled[None], size=(h, w), mode='bilinear',
+                                    align_corners=False, antialias=down)[0]
+            out[i, :, top:top + h, left:left + w] = resized - self._mean
+        return out
+
+    def crops(self, frame_index: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
+              out_size: tuple[int, int]) -> torch.Tensor:
+        """Sample normalised crops ``(N, 3, h, w)`` for boxes given as centre and size (UDP).
+
+        Crop pixel ``(0, 0)`` is the window's top-left corner and ``(w-1, h-1)`` its bottom-right
+        (``align_corners=True``), the convention the heatmap decoder inverts.
+        """
+        out_h, out_w = out_size
+        n = int(frame_index.shape[0])
+        out = torch.empty(n, 3, out_h, out_w, device=self.device)
+        unit_x = torch.linspace(-0.5, 0.5, out_w, device=self.device)
+        unit_y = torch.linspace(-0.5, 0.5, out_h, device=self.device)
+        for i, frame in enumerate(self.frames):
+            sel = (frame_index == i).nonzero().flatten()
+            if sel.numel() == 0:
+                continue
+            height, width = frame.size
+            xs = centers[sel, 0:1] + unit_x[None] * sizes[sel, 0:1]  # (n, w)
+            ys = centers[sel, 1:2] + unit_y[None] * sizes[sel, 1:2]  # (n, h)
+            gx = (xs + 0.5) * (2.0 / width) - 1.0
+            gy = (ys + 0.5) * (2.0 / height) - 1.0
+            grid = torch.stack(torch.broadcast_tensors(gx[:, None, :], gy[:, :, None]), dim=-1)
+            out[sel] = F.grid_sample(frame.scaled[None].expand(len(sel), -1, -1, -1), grid,
+                                     mode='bilinear', padding_mode='zeros', align_corners=False)
+        return out.sub_(self._mean)
+
+
+def _upload(frame: np.ndarray | torch.Tensor, device: torch.device,
+            color_order: str) -> torch.Tensor:
+    """Copy one uint8 frame to ``device`` as ``(H, W, 3)`` RGB."""
+    tensor = torch.from_numpy(np.ascontiguousarray(frame)) if isinstance(frame, np.ndarray) \
+        else frame
+    if device.type == 'cuda' and tensor.device.type == 'cpu':
+        tensor = tensor.pin_memory().to(device, non_blocking=True)
+    else:
+        tensor = tensor.to(device)
+    if tensor.ndim == 2:
+        tensor = tensor[:, :, None]
+    if tensor.shape[2] == 1:
+        return tensor.expand(-1, -1, 3)
+    return tensor.flip(2) if color_order == 'bgr' else tensor

@@ -1,0 +1,108 @@
+"""Aspect-preserving resize + centred padding, and the exact maps between image and model pixels.
+
+Pixel coordinates are continuous with pixel centres at integers (``0 .. W-1``). Resizing uses the
+half-pixel convention of ``F.interpolate(..., align_corners=False)``, so for the resized image
+``x_model = (x_image + 0.5) * scale_x - 0.5 + pad_left`` and the inverse is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class Letterbox:
+    """How one frame of ``image_size`` was placed into the ``input_size`` model input."""
+
+    image_size: tuple[int, int]  # (H, W) of the original frame
+    input_size: tuple[int, int]  # (H, W) of the model input
+    resized_size: tuple[int, int]  # (h, w) of the resized frame inside the input
+    pad: tuple[int, int]  # (top, left) padding
+
+    @classmethod
+    def fit(cls, image_size: tuple[int, int], input_size: tuple[int, int]) -> 'Letterbox':
+        """Fit ``image_size`` into ``input_size`` keeping the aspect ratio, padding centred."""
+        height, width = image_size
+        in_h, in_w = input_size
+        ratio = min(in_h / height, in_w / width)
+        new_h = min(in_h, max(1, int(round(height * ratio))))
+        new_w = min(in_w, max(1, int(round(width * ratio))))
+        return cls((height, width), (in_h, in_w), (new_h, new_w),
+                   ((in_h - new_h) // 2, (in_w - new_w) // 2))
+
+    @property
+    def scale(self) -> tuple[float, float]:
+        """Resize factors ``(sx, sy)`` from image to model pixels."""
+        return (self.resized_size[1] / self.image_size[1],
+                self.resized_size[0] / self.image_size[0])
+
+    @property
+    def ratio(self) -> float:
+        """The nominal resize ratio ``r`` (model pixels per image pixel)."""
+        return min(self.input_size[0] / self.image_size[0],
+                   self.input_size[1] / self.image_size[1])
+
+    def to_model(self, xy: np.ndarray) -> np.ndarray:
+        """Map ``(..., 2)`` image pixel coordinates to model-input pixel coordinates."""
+        sx, sy = self.scale
+        xy = np.asarray(xy, dtype=np.float64)
+        return np.stack([(xy[..., 0] + 0.5) * sx - 0.5 + self.pad[1],
+                         (xy[..., 1] + 0.5) * sy - 0.5 + self.pad[0]], axis=-1)
+
+    def to_image(self, xy: np.ndarray) -> np.ndarray:
+        """Map ``(..., 2)`` model-input pixel coordinates back to image pixel coordinates."""
+        sx, sy = self.scale
+        xy = np.asarray(xy, dtype=np.float64)
+        return np.stack([(xy[..., 0] - self.pad[1] + 0.5) / sx - 0.5,
+                         (xy[..., 1] - self.pad[0] + 0.5) / sy - 0.5], axis=-1)
+
+    def sampling_grid(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+        """``grid_sample`` grid (``align_corners=False``) at image pixels ``xs`` x ``ys``.
+
+        Works for any head output resolution that spans the whole model input, because the
+        normalised coordinate of an image pixel does not depend on the output size.
+        Returns ``(1, len(ys), len(xs), 2)``.
+        """
+        gx, gy = self.normalized(xs, ys)
+        return torch.stack(torch.broadcast_tensors(gx[None, :], gy[:, None]), dim=-1)[None]
+
+    def point_grid(self, xy: torch.Tensor) -> torch.Tensor:
+        """``grid_sample`` grid at arbitrary image points ``(N, 2)``; returns ``(1, 1, N, 2)``."""
+        gx, gy = self.normalized(xy[:, 0], xy[:, 1])
+        return torch.stack([gx, gy], dim=-1)[None, None]
+
+    def normalized(self, xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Normalised ``[-1, 1]`` model coordinates of image coordinates ``xs`` and ``ys``."""
+        sx, sy = self.scale
+        in_h, in_w = self.input_size
+        gx = ((xs + 0.5) * sx + self.pad[1]) * (2.0 / in_w) - 1.0
+        gy = ((ys + 0.5) * sy + self.pad[0]) * (2.0 / in_h) - 1.0
+        return gx, gy
+
+
+def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
+               mode: str = 'bilinear') -> torch.Tensor:
+    """Resample a head output ``(C, h, w)`` at the frame's pixels (every ``stride``-th one).
+
+    Removes the padding and undoes the resize in one ``grid_sample``; returns
+    ``(C, ceil(H/stride), ceil(W/stride))``.
+    """
+    height, width = letterbox.image_size
+    dev = maps.device
+    xs = torch.arange(0, width, stride, device=dev, dtype=torch.float32)
+    ys = torch.arange(0, height, stride, device=dev, dtype=torch.float32)
+    grid = letterbox.sampling_grid(xs, ys).to(maps.dtype)
+    return torch.nn.functional.grid_sample(maps[None], grid, mode=mode, padding_mode='border',
+                                           align_corners=False)[0]
+
+
+def sample_points(maps: torch.Tensor, letterbox: Letterbox, xy: torch.Tensor,
+                  mode: str = 'bilinear') -> torch.Tensor:
+    """Sample a head output ``(C, h, w)`` at image points ``xy (N, 2)``; returns ``(N, C)``."""
+    grid = letterbox.point_grid(xy.float()).to(maps.dtype)
+    out = torch.nn.functional.grid_sample(maps[None], grid, mode=mode, padding_mode='border',
+                                          align_corners=False)
+    return out[0, :, 0].T

@@ -1,0 +1,221 @@
+"""Load Sapiens2 checkpoints from the hub or a local directory, with errors that name the fix."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Mapping
+
+import torch
+
+from .errors import CheckpointMismatchError, InputSizeError, UnknownTaskError, WeightsNotFoundError
+from .registry import DEFAULT_SIZE, hub_id, model_class, task_spec, TASKS
+
+LOG = logging.getLogger(__name__)
+
+DTYPES: dict[str, torch.dtype] = {
+    'fp32': torch.float32, 'float32': torch.float32,
+    'bf16': torch.bfloat16, 'bfloat16': torch.bfloat16,
+    'fp16': torch.float16, 'float16': torch.float16,
+}
+
+
+def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """Map ``fp32``/``bf16``/``fp16`` (or a torch dtype) to a torch dtype."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return DTYPES[dtype.strip().lower()]
+    except KeyError:
+        raise UnknownTaskError(f'unknown dtype {dtype!r}; use fp32, bf16 or fp16') from None
+
+
+def parse_device(device: str | torch.device) -> torch.device:
+    """Validate a device string such as ``cpu``, ``cuda`` or ``cuda:1``."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise UnknownTaskError(f'invalid device {device!r}: {exc}') from None
+    if dev.type == 'cuda':
+        if not torch.cuda.is_available():
+            raise UnknownTaskError(
+                f'device {device!r} requested but CUDA is not available in this torch build '
+                f'({torch.__version__}); use device=cpu or install a CUDA build of torch')
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise UnknownTaskError(
+                f'device {device!r} does not exist; this machine has '
+                f'{torch.cuda.device_count()} CUDA device(s)')
+    elif dev.type != 'cpu':
+        raise UnknownTaskError(f'unsupported device {device!r}; use cpu or cuda[:N]')
+    return dev
+
+
+def is_local_source(source: str) -> bool:
+    """True when ``source`` names a local path rather than a hub id."""
+    return (os.path.exists(source) or source.startswith(('/', './', '../', '~'))
+            or source.count('/') > 1 or os.sep != '/' and os.sep in source)
+
+
+def resolve_sources(tasks: tuple[str, ...] | list[str], size: str | None = None,
+                    model_dir: str | None = None,
+                    overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Pick the checkpoint (hub id or local dir) for each task.
+
+    The convention is the same everywhere (CLI, node parameters, replay): ``overrides[task]``
+    wins, then ``<model_dir>/<task>/``, then the hub id ``facebook/sapiens2-<task>-<size>``.
+    """
+    overrides = dict(overrides or {})
+    for task in overrides:
+        task_spec(task)
+    sources = {}
+    for task in tasks:
+        if overrides.get(task):
+            sources[task] = overrides[task]
+        elif model_dir:
+            sources[task] = str(Path(model_dir).expanduser() / task)
+        else:
+            sources[task] = hub_id(task, size or DEFAULT_SIZE)
+    return sources
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def _weights_error(source: str, exc: BaseException) -> WeightsNotFoundError:
+    reason = ('HF_HUB_OFFLINE is set' if _offline()
+              else f'it could not be downloaded ({type(exc).__name__})')
+    from huggingface_hub import constants
+
+    return WeightsNotFoundError(
+        f'the weights of {source!r} are not in the Hugging Face cache ({constants.HF_HUB_CACHE}) '
+        f'and {reason}. Fix: on a machine with internet run `hf download {source}` and copy the '
+        f'cache (or the folder) here, then pass it with --model-dir/--model (node: model_dir or '
+        f'models.<task>); to check the graph without weights use --random-weights.')
+
+
+def load_config(source: str):
+    """Load the Sapiens2 config of ``source`` (hub id or local directory)."""
+    from transformers import AutoConfig
+
+    if is_local_source(source):
+        path = Path(source).expanduser()
+        if not path.is_dir():
+            raise WeightsNotFoundError(
+                f'model directory {str(path)!r} does not exist; it should hold a save_pretrained '
+                f'checkpoint (config.json + model.safetensors). With --model-dir DIR each task '
+                f'lives in DIR/<task>/.')
+        if not (path / 'config.json').is_file():
+            raise WeightsNotFoundError(
+                f'{str(path)!r} has no config.json; point to a directory written by '
+                f'save_pretrained (config.json + model.safetensors)')
+        source = str(path)
+    try:
+        return AutoConfig.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        if is_local_source(source):
+            raise WeightsNotFoundError(f'cannot read the config in {source!r}: {exc}') from exc
+        raise _weights_error(source, exc) from exc
+
+
+def checkpoint_task(config) -> str | None:
+    """The task a checkpoint's config serves, from its ``architectures``; None if unknown."""
+    for arch in getattr(config, 'architectures', None) or ():
+        for name, spec in TASKS.items():
+            if spec.model_class == arch:
+                return name
+    return None
+
+
+def check_checkpoint_task(task: str, config, source: str) -> None:
+    """Raise :class:`CheckpointMismatchError` if ``config`` belongs to another task."""
+    if getattr(config, 'model_type', 'sapiens2') != 'sapiens2':
+        raise CheckpointMismatchError(
+            f'{source!r} is a {config.model_type!r} checkpoint, not Sapiens2; for task {task!r} '
+            f'use {hub_id(task)} or a directory saved from {task_spec(task).model_class}')
+    found = checkpoint_task(config)
+    if found is not None and found != task:
+        raise CheckpointMismatchError(
+            f'{source!r} is a {task_spec(found).model_class} checkpoint (task {found!r}), but it '
+            f'was configured for task {task!r} ({task_spec(task).model_class}). Fix: give it to '
+            f'{found!r} instead, or point {task!r} at e.g. {hub_id(task)}')
+
+
+def load_model(task: str, source: str | None = None, *, size: str = DEFAULT_SIZE,
+               dtype: str | torch.dtype = 'fp32', device: str | torch.device = 'cpu'):
+    """Load the Sapiens2 model for ``task`` from a hub id or local directory, in eval mode."""
+    spec = task_spec(task)
+    source = source or hub_id(task, size)
+    torch_dtype = parse_dtype(dtype)
+    dev = parse_device(device)
+    config = load_config(source)
+    check_checkpoint_task(task, config, source)
+    cls = model_class(task)
+    path = str(Path(source).expanduser()) if is_local_source(source) else source
+    try:
+        model = cls.from_pretrained(path, config=config, dtype=torch_dtype)
+    except OSError as exc:
+        if is_local_source(source):
+            raise WeightsNotFoundError(
+                f'{source!r} has a config but no loadable weights ({exc}); expected '
+                f'model.safetensors written by save_pretrained') from exc
+        raise _weights_error(source, exc) from exc
+    LOG.info('loaded %s (%s) from %s as %s on %s', spec.model_class, task, source,
+             torch_dtype, dev)
+    return model.to(dev).eval()
+
+
+def patch_size(config) -> tuple[int, int]:
+    """Patch size of a Sapiens2 config as ``(h, w)``."""
+    p = config.patch_size
+    return (p, p) if isinstance(p, int) else (int(p[0]), int(p[1]))
+
+
+def _scale_features(config, height: int, width: int) -> int:
+    """Flattened size the pointmap scale head sees for a ``height x width`` input."""
+    head = config.head_config
+    ph, pw = patch_size(config)
+    fh, fw = height // ph, width // pw
+    for k in head.scale_conv_kernel_sizes:
+        pad = (k - 1) // 2
+        fh = (fh + 2 * pad - k) // 2 + 1
+        fw = (fw + 2 * pad - k) // 2 + 1
+    return fh * fw * head.scale_conv_out_channels[-1]
+
+
+def has_scale_head(config) -> bool:
+    """True when a pointmap config predicts the focal-length scale."""
+    head = getattr(config, 'head_config', None)
+    return bool(head is not None and head.scale_conv_out_channels)
+
+
+def scale_head_sizes(config, limit: int = 2048) -> tuple[list[int], list[int]]:
+    """Heights and widths (multiples of the patch) that the pointmap scale head can take."""
+    ph, pw = patch_size(config)
+    want = config.head_config.scale_final_input_size
+    ok = [(h, w) for h in range(ph, limit + 1, ph) for w in range(pw, limit + 1, pw)
+          if _scale_features(config, h, w) == want]
+    return sorted({h for h, _ in ok}), sorted({w for _, w in ok})
+
+
+def check_input_size(task: str, config, input_size: tuple[int, int]) -> tuple[int, int]:
+    """Validate a ``(height, width)`` model input size for ``task``; return it as ints."""
+    height, width = (int(v) for v in input_size)
+    ph, pw = patch_size(config)
+    if height <= 0 or width <= 0 or height % ph or width % pw:
+        raise InputSizeError(
+            f'input size {height}x{width} is not a positive multiple of the patch size '
+            f'{ph}x{pw}; use e.g. 1024x768, 768x576 or 512x384')
+    if task == 'pointmap' and has_scale_head(config):
+        want = config.head_config.scale_final_input_size
+        if _scale_features(config, height, width) != want:
+            hs, ws = scale_head_sizes(config)
+            hint = (f'heights {hs[0]}-{hs[-1]} x widths {ws[0]}-{ws[-1]} (multiples of {ph})'
+                    if hs else 'only its training size')
+            raise InputSizeError(
+                f'the pointmap scale head cannot take {height}x{width}: its MLP expects '
+                f'{want} features. It accepts {hint}, e.g. 1024x768')
+    return height, width

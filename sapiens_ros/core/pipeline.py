@@ -1,0 +1,336 @@
+"""The Sapiens2 pipeline: frames in, typed per-frame results out, all heads sharing one upload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .boxes import BOX_SOURCES, check_boxes, crop_windows, foreground_boxes, full_frame_box
+from .errors import SapiensError
+from .frames import FrameBatch
+from .heads.normals import NormalResult, unit_normals
+from .heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
+from .heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
+from .heads.segmentation import seg_labels, SegResult
+from .letterbox import sample_map
+from .loading import load_model, parse_device, resolve_sources
+from .metadata import keypoint_info
+from .registry import parse_tasks
+from .runners import Runner, TorchRunner
+from .timing import StageTimer
+
+#: Order the heads run in: seg first, since pose boxes and the pointmap mask come from it.
+RUN_ORDER = ('seg', 'normal', 'pointmap', 'matting', 'backbone', 'pose')
+
+
+@dataclass
+class PipelineConfig:
+    """Runtime options of the pipeline (all of them safe to change between calls)."""
+
+    input_size: tuple[int, int] = (1024, 768)
+    box_source: str = 'seg'  # 'seg' or 'full' when the caller gives no boxes
+    flip_test: bool = False
+    max_persons: int = 8
+    min_person_area: float = 0.002  # fraction of the frame a seg component must cover
+    pointmap_stride: int = 1
+    foreground_only: bool = True  # keep only seg-foreground points when seg runs
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid option."""
+        if self.box_source not in BOX_SOURCES[:2]:
+            raise SapiensError(f'box_source must be seg or full, got {self.box_source!r}')
+        if self.max_persons < 1:
+            raise SapiensError('max_persons must be >= 1')
+        if not 0 <= self.min_person_area < 1:
+            raise SapiensError('min_person_area must be in [0, 1)')
+        if self.pointmap_stride < 1:
+            raise SapiensError('pointmap_stride must be >= 1')
+
+
+@dataclass
+class FrameResult:
+    """Everything the pipeline computed for one frame, as host numpy arrays."""
+
+    image_size: tuple[int, int]
+    pose: PoseResult | None = None
+    seg: SegResult | None = None
+    normal: NormalResult | None = None
+    pointmap: PointmapResult | None = None
+    matting: np.ndarray | None = None  # (H, W) float32 alpha
+    embedding: np.ndarray | None = None  # (D,) float32 backbone CLS token
+    keypoints_xyz: np.ndarray | None = None  # (P, K, 3) metres, NaN off the body / no pointmap
+    timings: dict[str, float] = field(default_factory=dict)  # ms per stage for the batch
+
+
+class Pipeline:
+    """Runs a set of Sapiens2 heads on camera frames.
+
+    Each frame is uploaded and normalised once (:class:`FrameBatch`) and shared by every head.
+    Pre- and post-processing stay on the runners' device; only the final arrays reach the host.
+    """
+
+    def __init__(self, runners: Mapping[str, Runner], config: PipelineConfig | None = None,
+                 device: str | torch.device | None = None) -> None:
+        if not runners:
+            raise SapiensError('a pipeline needs at least one task')
+        self.runners = dict(runners)
+        self.config = config or PipelineConfig()
+        self.config.validate()
+        first = next(iter(self.runners.values()))
+        self.device = parse_device(device or getattr(first, 'device', 'cpu'))
+        for runner in self.runners.values():
+            runner.check_input_size(self.config.input_size)
+        info = keypoint_info()
+        self._flip_perm = torch.as_tensor(self._flip_permutation(info), device=self.device)
+        self.num_keypoints = len(info.names)
+
+    @classmethod
+    def from_pretrained(cls, tasks: str | Sequence[str], *, size: str | None = None,
+                        model_dir: str | None = None, models: Mapping[str, str] | None = None,
+                        dtype: str = 'fp32', device: str = 'cpu',
+                        config: PipelineConfig | None = None) -> 'Pipeline':
+        """Load every task's checkpoint (``models`` > ``model_dir/<task>`` > hub) and build."""
+        tasks = parse_tasks(tasks)
+        config = config or PipelineConfig()
+        if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
+            raise SapiensError('box_source=seg needs the seg head: add seg to the tasks or use '
+                               'box_source=full (or give boxes)')
+        sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
+        runners = {t: TorchRunner(t, load_model(t, s, dtype=dtype, device=device), s)
+                   for t, s in sources.items()}
+        return cls(runners, config, device)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks this pipeline runs, in run order."""
+        return tuple(t for t in RUN_ORDER if t in self.runners)
+
+    def _flip_permutation(self, info) -> np.ndarray:
+        runner = self.runners.get('pose')
+        pairs = getattr(getattr(runner, 'config', None), 'flip_pairs', None)
+        if not pairs:
+            return info.flip_permutation
+        perm = np.arange(len(info.names))
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        perm[pairs[:, 0]], perm[pairs[:, 1]] = pairs[:, 1], pairs[:, 0]
+        return perm
+
+    def __call__(self, frames: Sequence[np.ndarray] | np.ndarray, *, color_order: str = 'rgb',
+                 boxes: Sequence[np.ndarray | None] | None = None,
+                 fx: Sequence[float | None] | float | None = None,
+                 tasks: Sequence[str] | None = None) -> list[FrameResult]:
+        """Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
+
+        ``boxes`` gives per-frame xyxy person boxes for pose (None: ``config.box_source``);
+        ``fx`` gives per-frame calibrated focal lengths for a metric pointmap (None: the
+        predicted scale); ``tasks`` restricts this call to a subset of the loaded heads.
+        """
+        if isinstance(frames, np.ndarray) and frames.ndim in (2, 3) and frames.dtype == np.uint8:
+            frames = [frames]
+        n = len(frames)
+        boxes = _per_frame(boxes, n, 'boxes')
+        fx = _per_frame(fx, n, 'fx')
+        run = self.tasks if tasks is None else tuple(t for t in self.tasks if t in tasks)
+        if 'pose' in run and self.config.box_source == 'seg' and 'seg' not in run and \
+                any(b is None for b in boxes):
+            run = ('seg',) + run if 'seg' in self.runners else run
+        cfg = self.config
+        timer = StageTimer(self.device)
+        batch = FrameBatch(frames, cfg.input_size, self.device, color_order)
+        timer.mark('preprocess')
+        results = [FrameResult(image_size=f.size) for f in batch.frames]
+        dev: dict[str, list] = {}
+
+        if 'seg' in run:
+            logits = self.runners['seg'](batch.pixel_values)['logits']
+            timer.mark('seg.forward')
+            dev['labels'] = [seg_labels(logits[i], f.letterbox) for i, f in enumerate(batch.frames)]
+            if 'pose' in run:
+                dev['seg_boxes'] = [foreground_boxes(
+                    logits[i], f.letterbox, min_area=cfg.min_person_area,
+                    max_persons=cfg.max_persons) for i, f in enumerate(batch.frames)]
+            timer.mark('seg.decode')
+        if 'normal' in run:
+            raw = self.runners['normal'](batch.pixel_values)['normals']
+            timer.mark('normal.forward')
+            dev['normals'] = [unit_normals(raw[i], f.letterbox) for i, f in enumerate(batch.frames)]
+            timer.mark('normal.decode')
+        if 'pointmap' in run:
+            out = self.runners['pointmap'](batch.pixel_values)
+            timer.mark('pointmap.forward')
+            dev['pointmap'] = self._pointmaps(batch, out, fx, dev.get('labels'))
+            timer.mark('pointmap.decode')
+        if 'matting' in run:
+            alphas = self.runners['matting'](batch.pixel_values)['alphas']
+            timer.mark('matting.forward')
+            dev['matting'] = [sample_map(alphas[i].float(), f.letterbox)[0]
+                              for i, f in enumerate(batch.frames)]
+            timer.mark('matting.decode')
+        if 'backbone' in run:
+            dev['embedding'] = list(self.runners['backbone'](batch.pixel_values)['pooler_output'])
+            timer.mark('backbone.forward')
+        if 'pose' in run:
+            self._pose(batch, boxes, dev, timer)
+
+        self._to_host(results, dev)
+        timer.mark('to_host')
+        timings = timer.result()
+        for r in results:
+            r.timings = timings
+        return results
+
+    def _pointmaps(self, batch: FrameBatch, out: dict, fx: list, labels: list | None) -> list:
+        cfg = self.config
+        stride = cfg.pointmap_stride
+        items = []
+        for i, frame in enumerate(batch.frames):
+            if fx[i] is not None:
+                if not (isinstance(fx[i], (int, float)) and math.isfinite(fx[i]) and fx[i] > 0):
+                    raise SapiensError(f'fx must be a positive focal length, got {fx[i]!r}')
+                scale, source = calibrated_scale(fx[i], frame.letterbox), 'calibrated'
+            elif out.get('scales') is not None:
+                scale, source = out['scales'][i].float().reshape(()), 'predicted'
+            else:
+                scale, source = 1.0, 'none'
+            xyz = metric_xyz(out['pointmaps'][i], frame.letterbox, scale, stride)
+            rgb = frame.rgb[::stride, ::stride]
+            lab = labels[i][::stride, ::stride] if labels is not None else None
+            keep = torch.isfinite(xyz).all(-1)
+            if lab is not None and cfg.foreground_only:
+                keep &= lab != 0
+            ys, xs = keep.nonzero(as_tuple=True)
+            items.append(dict(xyz=xyz, points=xyz[keep], colors=rgb[keep],
+                              labels=None if lab is None else lab[keep],
+                              pixels=torch.stack([xs, ys], -1) * stride,
+                              scale=scale, scale_source=source, stride=stride))
+        return items
+
+    def _pose(self, batch: FrameBatch, boxes: list, dev: dict, timer: StageTimer) -> None:
+        cfg = self.config
+        per_frame, scores = [], []
+        for i, frame in enumerate(batch.frames):
+            if boxes[i] is not None:
+                b = check_boxes(boxes[i])
+                s = np.ones(len(b), np.float32)
+            elif cfg.box_source == 'seg' and 'seg_boxes' in dev:
+                b, s = dev['seg_boxes'][i]
+            else:
+                b, s = full_frame_box(frame.size), np.ones(1, np.float32)
+            per_frame.append(b)
+            scores.append(s)
+        counts = [len(b) for b in per_frame]
+        dev['pose_counts'] = counts
+        dev['boxes'] = per_frame
+        dev['box_scores'] = scores
+        total = sum(counts)
+        if total == 0:
+            timer.mark('pose.boxes')
+            return
+        all_boxes = torch.as_tensor(np.concatenate(per_frame), device=self.device)
+        frame_index = torch.repeat_interleave(torch.arange(len(counts), device=self.device),
+                                              torch.as_tensor(counts, device=self.device))
+        centers, sizes = crop_windows(all_boxes, cfg.input_size)
+        crops = batch.crops(frame_index, centers, sizes, cfg.input_size)
+        if cfg.flip_test:
+            crops = torch.cat([crops, crops.flip(-1)])
+        timer.mark('pose.crop')
+        heatmaps = self.runners['pose'](crops)['heatmaps'].float()
+        timer.mark('pose.forward')
+        if cfg.flip_test:
+            heatmaps = 0.5 * (heatmaps[:total] + flip_back(heatmaps[total:], self._flip_perm))
+        coords, kp_scores = decode_heatmaps(heatmaps)
+        xy = heatmap_to_image(coords, centers, sizes, tuple(heatmaps.shape[-2:]))
+        dev['keypoints'], dev['keypoint_scores'] = xy, kp_scores
+        if 'pointmap' in dev:
+            dev['keypoints_xyz'] = self._keypoints_3d(batch, xy, counts, dev)
+        timer.mark('pose.decode')
+
+    def _keypoints_3d(self, batch: FrameBatch, xy: torch.Tensor, counts: list[int],
+                      dev: dict) -> list[torch.Tensor]:
+        """Bilinear pointmap samples at the keypoints; NaN where the pixel is background."""
+        out = []
+        for i, (frame, chunk) in enumerate(zip(batch.frames, xy.split(counts))):
+            pm = dev['pointmap'][i]
+            flat = chunk.reshape(-1, 2)
+            height, width = frame.size
+            stride = pm['stride']
+            xyz_map = pm['xyz'].permute(2, 0, 1)  # (3, Hs, Ws) on the strided image grid
+            # Strided grid pixel j sits at image pixel j*stride: sample in that grid's units.
+            gx = (flat[:, 0] / stride + 0.5) / xyz_map.shape[2] * 2 - 1
+            gy = (flat[:, 1] / stride + 0.5) / xyz_map.shape[1] * 2 - 1
+            grid = torch.stack([gx, gy], -1)[None, None]
+            pts = torch.nn.functional.grid_sample(xyz_map[None], grid, align_corners=False,
+                                                  padding_mode='border')[0, :, 0].T
+            inside = (flat[:, 0] >= -0.5) & (flat[:, 0] <= width - 0.5) & \
+                (flat[:, 1] >= -0.5) & (flat[:, 1] <= height - 0.5)
+            if 'labels' in dev:
+                inside &= _nearest(dev['labels'][i], flat) != 0
+            pts = torch.where(inside[:, None], pts, torch.full_like(pts, float('nan')))
+            out.append(pts.reshape(chunk.shape[0], chunk.shape[1], 3))
+        return out
+
+    def _to_host(self, results: list[FrameResult], dev: dict) -> None:
+        """Copy the final device arrays to the host (the only transfer of results)."""
+        def host(t):
+            return t.cpu().numpy() if isinstance(t, torch.Tensor) else t
+
+        for i, r in enumerate(results):
+            if 'labels' in dev:
+                r.seg = SegResult(host(dev['labels'][i]))
+            if 'normals' in dev:
+                r.normal = NormalResult(host(dev['normals'][i]))
+            if 'pointmap' in dev:
+                pm = dev['pointmap'][i]
+                r.pointmap = PointmapResult(
+                    xyz=host(pm['xyz']), points=host(pm['points']), colors=host(pm['colors']),
+                    labels=host(pm['labels']), pixels=host(pm['pixels']).astype(np.int32),
+                    scale=float(pm['scale']), scale_source=pm['scale_source'],
+                    stride=pm['stride'])
+            if 'matting' in dev:
+                r.matting = host(dev['matting'][i])
+            if 'embedding' in dev:
+                r.embedding = host(dev['embedding'][i].float())
+        if 'pose_counts' in dev:
+            counts = dev['pose_counts']
+            if 'keypoints' in dev:
+                kps = host(dev['keypoints']).astype(np.float32)
+                scs = host(dev['keypoint_scores']).astype(np.float32)
+            else:
+                kps = np.zeros((0, self.num_keypoints, 2), np.float32)
+                scs = np.zeros((0, self.num_keypoints), np.float32)
+            offsets = np.cumsum([0] + counts)
+            for i, r in enumerate(results):
+                a, b = offsets[i], offsets[i + 1]
+                r.pose = PoseResult(kps[a:b], scs[a:b], np.asarray(dev['boxes'][i], np.float32),
+                                    np.asarray(dev['box_scores'][i], np.float32))
+                if 'keypoints_xyz' in dev:
+                    r.keypoints_xyz = host(dev['keypoints_xyz'][i]).astype(np.float32)
+                elif 'pointmap' in dev:
+                    r.keypoints_xyz = np.full((b - a, self.num_keypoints, 3), np.nan, np.float32)
+
+
+def _nearest(labels: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
+    """Label at the nearest pixel of each point ``(N, 2)``; points off the image read 0."""
+    height, width = labels.shape
+    x = torch.round(xy[:, 0]).long()
+    y = torch.round(xy[:, 1]).long()
+    ok = (x >= 0) & (x < width) & (y >= 0) & (y < height)
+    vals = labels[y.clamp(0, height - 1), x.clamp(0, width - 1)]
+    return torch.where(ok, vals, torch.zeros_like(vals))
+
+
+def _per_frame(value, n: int, name: str) -> list:
+    """Broadcast a per-frame option (None, a scalar/array for one frame, or a list) to n items."""
+    if value is None:
+        return [None] * n
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise SapiensError(f'{name} has {len(value)} entries for {n} frames')
+        return list(value)
+    if n != 1:
+        raise SapiensError(f'give {name} as a list with one entry per frame')
+    return [value]

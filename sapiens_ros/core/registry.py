@@ -1,0 +1,90 @@
+"""Registry of Sapiens2 tasks, model sizes, hub ids and transformers classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UnknownTaskError
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What the pipeline needs to know about one Sapiens2 task."""
+
+    name: str
+    model_class: str
+    hub_task: str
+    sizes: tuple[str, ...]
+    description: str
+
+
+_DENSE_SIZES = ('0.4b', '0.8b', '1b', '5b')
+
+TASKS: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in (
+        TaskSpec('pose', 'Sapiens2ForPoseEstimation', 'pose', _DENSE_SIZES,
+                 '308-keypoint top-down 2D pose'),
+        TaskSpec('seg', 'Sapiens2ForSemanticSegmentation', 'seg', _DENSE_SIZES,
+                 '29-class body-part segmentation'),
+        TaskSpec('normal', 'Sapiens2ForNormalEstimation', 'normal', _DENSE_SIZES,
+                 'surface normals'),
+        TaskSpec('pointmap', 'Sapiens2ForPointmapEstimation', 'pointmap', _DENSE_SIZES,
+                 'per-pixel metric XYZ'),
+        TaskSpec('matting', 'Sapiens2ForImageMatting', 'matting', _DENSE_SIZES,
+                 'alpha matte and foreground'),
+        TaskSpec('backbone', 'Sapiens2Model', 'pretrain', ('0.1b',) + _DENSE_SIZES,
+                 'pretrained backbone, CLS embedding'),
+    )
+}
+
+#: The four heads the perception pipeline runs.
+PERCEPTION_TASKS = ('pose', 'seg', 'normal', 'pointmap')
+DEFAULT_SIZE = '0.4b'
+HUB_ORG = 'facebook'
+
+
+def task_spec(task: str) -> TaskSpec:
+    """Return the spec of ``task`` or raise an error listing the valid tasks."""
+    try:
+        return TASKS[task]
+    except KeyError:
+        raise UnknownTaskError(
+            f'unknown task {task!r}; valid tasks are: {", ".join(TASKS)}') from None
+
+
+def check_size(task: str, size: str) -> str:
+    """Return ``size`` normalised to lower case, or raise naming the sizes ``task`` has."""
+    spec = task_spec(task)
+    norm = size.strip().lower()
+    if norm not in spec.sizes:
+        raise UnknownTaskError(
+            f'unknown model size {size!r} for task {task!r}; valid sizes are: '
+            f'{", ".join(spec.sizes)}')
+    return norm
+
+
+def hub_id(task: str, size: str = DEFAULT_SIZE) -> str:
+    """Hub id of the checkpoint for ``task`` at ``size``, e.g. ``facebook/sapiens2-pose-0.4b``."""
+    size = check_size(task, size)
+    return f'{HUB_ORG}/sapiens2-{task_spec(task).hub_task}-{size}'
+
+
+def model_class(task: str) -> type:
+    """The transformers class that implements ``task``."""
+    import transformers
+
+    return getattr(transformers, task_spec(task).model_class)
+
+
+def parse_tasks(tasks: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Parse ``'pose,seg'`` (or a list) into a validated, de-duplicated tuple of tasks."""
+    items = tasks.split(',') if isinstance(tasks, str) else list(tasks)
+    out: list[str] = []
+    for item in (i.strip() for i in items):
+        if item and item not in out:
+            task_spec(item)
+            out.append(item)
+    if not out:
+        raise UnknownTaskError(f'no task given; choose from: {", ".join(TASKS)}')
+    return tuple(out)

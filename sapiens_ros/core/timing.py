@@ -1,0 +1,44 @@
+"""Per-stage timings that do not add device synchronisation to the hot path."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+class StageTimer:
+    """Records named stage boundaries; on CUDA with events, so no extra syncs are needed.
+
+    Call :meth:`mark` after each stage. :meth:`result` (call it after the final device-to-host
+    copy, which synchronises anyway) returns milliseconds per stage.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self._cuda = device.type == 'cuda'
+        self._marks: list[tuple[str, object]] = []
+        self._start = self._now()
+
+    def _now(self):
+        if self._cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def mark(self, stage: str) -> None:
+        """Close the stage that ran since the previous mark and name it ``stage``."""
+        self._marks.append((stage, self._now()))
+
+    def result(self) -> dict[str, float]:
+        """Milliseconds per stage (stages marked twice are summed) plus ``total``."""
+        if self._cuda:
+            self._marks[-1][1].synchronize()
+        out: dict[str, float] = {}
+        prev = self._start
+        for stage, t in self._marks:
+            ms = prev.elapsed_time(t) if self._cuda else (t - prev) * 1e3
+            out[stage] = out.get(stage, 0.0) + ms
+            prev = t
+        out['total'] = sum(out.values())
+        return out

@@ -1,0 +1,55 @@
+"""Build script for the sapiens_ros ament_python package (also pip-installable)."""
+
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'sapiens_ros'
+
+
+def _share(folder: str, pattern: str = '*') -> tuple[str, list[str]]:
+    """Install every file matching ``folder/pattern`` under ``share/sapiens_ros/folder``."""
+    files = [f for f in glob(os.path.join(folder, pattern)) if os.path.isfile(f)]
+    return os.path.join('share', PACKAGE, folder), files
+
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*', 'benchmarks']),
+    package_data={PACKAGE: ['data/*.json']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+        _share('launch', '*.launch.py'),
+        _share('config'),
+        _share('resource'),
+    ],
+    python_requires='>=3.10',
+    install_requires=[
+        'setuptools',
+        'numpy',
+        'opencv-python-headless',
+        'torch',
+        'transformers>=5.23',
+        'safetensors',
+        'huggingface_hub',
+        'rosbags',
+    ],
+    extras_require={
+        'onnx': ['onnx', 'onnxruntime', 'onnxscript'],
+    },
+    zip_safe=True,
+    maintainer='sapiens_ros maintainers',
+    maintainer_email='maintainers@sapiens-ros.dev',
+    description='Real-time Sapiens2 human perception (pose, segmentation, normals, pointmap) '
+                'for ROS 2.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'sapiens-ros = sapiens_ros.cli:main',
+        ],
+    },
+)
