@@ -1,0 +1,68 @@
+"""Overlays for people to look at: seg blend, normal and depth colours, skeleton drawing."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from .metadata import keypoint_info, seg_class_info
+
+
+def seg_overlay(image_rgb: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """Blend the class palette over ``image_rgb`` (HxWx3 uint8) where a person is; RGB out."""
+    palette = seg_class_info().palette
+    colors = palette[np.minimum(labels, len(palette) - 1)]
+    fg = (labels != 0)[..., None]
+    blend = cv2.addWeighted(image_rgb, 1.0 - alpha, colors, alpha, 0.0)
+    return np.where(fg, blend, image_rgb)
+
+
+def normal_colors(normals: np.ndarray) -> np.ndarray:
+    """Map unit normals (HxWx3) to RGB uint8 via ``(n + 1) / 2``; non-finite pixels are black."""
+    rgb = np.nan_to_num((normals + 1.0) * 127.5, nan=0.0)
+    return np.clip(rgb, 0, 255).astype(np.uint8)
+
+
+def depth_colors(depth: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Colour a depth map (metres) with a perceptual colormap, near = warm; RGB uint8."""
+    valid = np.isfinite(depth) if mask is None else (mask & np.isfinite(depth))
+    out = np.zeros(depth.shape + (3,), np.uint8)
+    if not valid.any():
+        return out
+    lo, hi = np.percentile(depth[valid], [2, 98])
+    norm = np.clip((depth - lo) / max(hi - lo, 1e-6), 0, 1)
+    gray = ((1.0 - np.nan_to_num(norm)) * 255).astype(np.uint8)
+    colored = cv2.applyColorMap(gray, cv2.COLORMAP_TURBO)[..., ::-1]
+    out[valid] = colored[valid]
+    return out
+
+
+def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
+                  boxes: np.ndarray | None = None, threshold: float = 0.3,
+                  radius: int = 2) -> np.ndarray:
+    """Draw persons' skeleton links, keypoints and boxes above ``threshold``; RGB out.
+
+    Vectorised: one polyline call for all links and one dilation for all points.
+    """
+    out = np.ascontiguousarray(image_rgb.copy())
+    if keypoints.size == 0:
+        return out
+    links = keypoint_info().skeleton
+    height, width = out.shape[:2]
+    a, b = links[:, 0], links[:, 1]
+    ok = (scores[:, a] > threshold) & (scores[:, b] > threshold)
+    segs = np.stack([keypoints[:, a], keypoints[:, b]], axis=2)[ok]  # (S, 2, 2)
+    if len(segs):
+        cv2.polylines(out, list(np.round(segs).astype(np.int32)), False, (0, 255, 128), 2,
+                      cv2.LINE_AA)
+    pts = np.round(keypoints[scores > threshold]).astype(np.int64)
+    inside = (pts[:, 0] >= 0) & (pts[:, 0] < width) & (pts[:, 1] >= 0) & (pts[:, 1] < height)
+    mask = np.zeros((height, width), np.uint8)
+    mask[pts[inside, 1], pts[inside, 0]] = 255
+    mask = cv2.dilate(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE,
+                                                       (2 * radius + 1, 2 * radius + 1)))
+    out[mask > 0] = (255, 64, 32)
+    if boxes is not None:
+        for x1, y1, x2, y2 in np.round(boxes).astype(int):
+            cv2.rectangle(out, (x1, y1), (x2, y2), (255, 255, 0), 2)
+    return out
