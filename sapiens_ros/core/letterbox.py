@@ -1,4 +1,5 @@
-"""Aspect-preserving resize + centred padding, and the exact maps between image and model pixels.
+"""
+Aspect-preserving resize + centred padding, and the exact maps between image and model pixels.
 
 Pixel coordinates are continuous with pixel centres at integers (``0 .. W-1``). Resizing uses the
 half-pixel convention of ``F.interpolate(..., align_corners=False)``, so for the resized image
@@ -23,13 +24,13 @@ class Letterbox:
     pad: tuple[int, int]  # (top, left) padding
 
     @classmethod
-    def fit(cls, image_size: tuple[int, int], input_size: tuple[int, int]) -> 'Letterbox':
+    def fit(cls, image_size: tuple[int, int], input_size: tuple[int, int]) -> Letterbox:
         """Fit ``image_size`` into ``input_size`` keeping the aspect ratio, padding centred."""
         height, width = image_size
         in_h, in_w = input_size
         ratio = min(in_h / height, in_w / width)
-        new_h = min(in_h, max(1, int(round(height * ratio))))
-        new_w = min(in_w, max(1, int(round(width * ratio))))
+        new_h = min(in_h, max(1, round(height * ratio)))
+        new_w = min(in_w, max(1, round(width * ratio)))
         return cls((height, width), (in_h, in_w), (new_h, new_w),
                    ((in_h - new_h) // 2, (in_w - new_w) // 2))
 
@@ -41,7 +42,7 @@ class Letterbox:
 
     @property
     def ratio(self) -> float:
-        """The nominal resize ratio ``r`` (model pixels per image pixel)."""
+        """Return the nominal resize ratio ``r`` (model pixels per image pixel)."""
         return min(self.input_size[0] / self.image_size[0],
                    self.input_size[1] / self.image_size[1])
 
@@ -60,7 +61,8 @@ class Letterbox:
                          (xy[..., 1] - self.pad[0] + 0.5) / sy - 0.5], axis=-1)
 
     def sampling_grid(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """``grid_sample`` grid (``align_corners=False``) at image pixels ``xs`` x ``ys``.
+        """
+        ``grid_sample`` grid (``align_corners=False``) at image pixels ``xs`` x ``ys``.
 
         Works for any head output resolution that spans the whole model input, because the
         normalised coordinate of an image pixel does not depend on the output size.
@@ -85,7 +87,8 @@ class Letterbox:
 
 def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
                mode: str = 'bilinear') -> torch.Tensor:
-    """Resample a head output ``(C, h, w)`` at the frame's pixels (every ``stride``-th one).
+    """
+    Resample a head output ``(C, h, w)`` at the frame's pixels (every ``stride``-th one).
 
     Removes the padding and undoes the resize in one ``grid_sample``; returns
     ``(C, ceil(H/stride), ceil(W/stride))``.

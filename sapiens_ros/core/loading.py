@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import logging
 import os
 from pathlib import Path
-from typing import Mapping
 
 import torch
 
@@ -52,7 +52,7 @@ def parse_device(device: str | torch.device) -> torch.device:
 
 
 def is_local_source(source: str) -> bool:
-    """True when ``source`` names a local path rather than a hub id."""
+    """Return True when ``source`` names a local path rather than a hub id."""
     return (os.path.exists(source) or source.startswith(('/', './', '../', '~'))
             or source.count('/') > 1 or os.sep != '/' and os.sep in source)
 
@@ -60,7 +60,8 @@ def is_local_source(source: str) -> bool:
 def resolve_sources(tasks: tuple[str, ...] | list[str], size: str | None = None,
                     model_dir: str | None = None,
                     overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Pick the checkpoint (hub id or local dir) for each task.
+    """
+    Pick the checkpoint (hub id or local dir) for each task.
 
     The convention is the same everywhere (CLI, node parameters, replay): ``overrides[task]``
     wins, then ``<model_dir>/<task>/``, then the hub id ``facebook/sapiens2-<task>-<size>``.
@@ -122,7 +123,7 @@ def load_config(source: str):
 
 
 def checkpoint_task(config) -> str | None:
-    """The task a checkpoint's config serves, from its ``architectures``; None if unknown."""
+    """Return the task a checkpoint's config serves (from ``architectures``), or None."""
     for arch in getattr(config, 'architectures', None) or ():
         for name, spec in TASKS.items():
             if spec.model_class == arch:
@@ -187,7 +188,7 @@ def _scale_features(config, height: int, width: int) -> int:
 
 
 def has_scale_head(config) -> bool:
-    """True when a pointmap config predicts the focal-length scale."""
+    """Return True when a pointmap config predicts the focal-length scale."""
     head = getattr(config, 'head_config', None)
     return bool(head is not None and head.scale_conv_out_channels)
 
