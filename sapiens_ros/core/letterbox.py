@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,17 @@ class Letterbox:
         return torch.stack([gx, gy], dim=-1)[None, None]
 
     def normalized(self, xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Normalised ``[-1, 1]`` model coordinates of image coordinates ``xs`` and ``ys``."""
+        """
+        Normalised ``[-1, 1]`` model coordinates of image coordinates ``xs`` and ``ys``.
+
+        Coordinates are clamped to the resized frame, so samples never blend in the padding
+        (the same edge rule as cropping the frame out and interpolating it).
+        """
         sx, sy = self.scale
-        in_h, in_w = self.input_size
-        gx = ((xs + 0.5) * sx + self.pad[1]) * (2.0 / in_w) - 1.0
-        gy = ((ys + 0.5) * sy + self.pad[0]) * (2.0 / in_h) - 1.0
-        return gx, gy
+        (in_h, in_w), (rh, rw), (top, left) = self.input_size, self.resized_size, self.pad
+        mx = ((xs + 0.5) * sx - 0.5).clamp(0, rw - 1) + left
+        my = ((ys + 0.5) * sy - 0.5).clamp(0, rh - 1) + top
+        return (mx + 0.5) * (2.0 / in_w) - 1.0, (my + 0.5) * (2.0 / in_h) - 1.0
 
 
 def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
@@ -90,22 +96,44 @@ def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
     """
     Resample a head output ``(C, h, w)`` at the frame's pixels (every ``stride``-th one).
 
-    Removes the padding and undoes the resize in one ``grid_sample``; returns
-    ``(C, ceil(H/stride), ceil(W/stride))``.
+    Removes the padding and undoes the resize; returns ``(C, ceil(H/stride), ceil(W/stride))``
+    in the dtype of ``maps``. When the padding falls on whole output pixels (every Sapiens2
+    head) and ``stride`` is 1 this is a crop plus ``F.interpolate``, which runs in any dtype;
+    otherwise a ``grid_sample`` with float32 coordinates.
     """
     height, width = letterbox.image_size
+    crop = _output_crop(maps.shape[-2:], letterbox)
+    if stride == 1 and crop is not None:
+        top, left, bottom, right = crop
+        return F.interpolate(maps[None, :, top:bottom, left:right], size=(height, width),
+                             mode=mode, **({'align_corners': False} if mode == 'bilinear'
+                                           else {}))[0]
     dev = maps.device
     xs = torch.arange(0, width, stride, device=dev, dtype=torch.float32)
     ys = torch.arange(0, height, stride, device=dev, dtype=torch.float32)
-    grid = letterbox.sampling_grid(xs, ys).to(maps.dtype)
-    return torch.nn.functional.grid_sample(maps[None], grid, mode=mode, padding_mode='border',
-                                           align_corners=False)[0]
+    grid = letterbox.sampling_grid(xs, ys)
+    out = F.grid_sample(maps[None].float(), grid, mode=mode, padding_mode='border',
+                        align_corners=False)[0]
+    return out.to(maps.dtype)
+
+
+def _output_crop(out_hw: tuple[int, int] | torch.Size,
+                 letterbox: Letterbox) -> tuple[int, int, int, int] | None:
+    """Return ``(top, left, bottom, right)`` of the frame in an output map, if integral."""
+    fy = out_hw[0] / letterbox.input_size[0]
+    fx = out_hw[1] / letterbox.input_size[1]
+    (top, left), (rh, rw) = letterbox.pad, letterbox.resized_size
+    edges = (top * fy, left * fx, (top + rh) * fy, (left + rw) * fx)
+    rounded = tuple(round(e) for e in edges)
+    if all(abs(e - r) < 1e-6 for e, r in zip(edges, rounded, strict=True)):
+        return rounded
+    return None
 
 
 def sample_points(maps: torch.Tensor, letterbox: Letterbox, xy: torch.Tensor,
                   mode: str = 'bilinear') -> torch.Tensor:
     """Sample a head output ``(C, h, w)`` at image points ``xy (N, 2)``; returns ``(N, C)``."""
-    grid = letterbox.point_grid(xy.float()).to(maps.dtype)
-    out = torch.nn.functional.grid_sample(maps[None], grid, mode=mode, padding_mode='border',
-                                          align_corners=False)
-    return out[0, :, 0].T
+    grid = letterbox.point_grid(xy.float())
+    out = F.grid_sample(maps[None].float(), grid, mode=mode, padding_mode='border',
+                        align_corners=False)
+    return out[0, :, 0].T.to(maps.dtype)

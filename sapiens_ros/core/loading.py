@@ -175,16 +175,21 @@ def patch_size(config) -> tuple[int, int]:
     return (p, p) if isinstance(p, int) else (int(p[0]), int(p[1]))
 
 
-def _scale_features(config, height: int, width: int) -> int:
-    """Flattened size the pointmap scale head sees for a ``height x width`` input."""
-    head = config.head_config
+def _scale_grid(config, height: int, width: int) -> tuple[int, int]:
+    """Feature grid the pointmap scale head flattens for a ``height x width`` input."""
     ph, pw = patch_size(config)
     fh, fw = height // ph, width // pw
-    for k in head.scale_conv_kernel_sizes:
+    for k in config.head_config.scale_conv_kernel_sizes:
         pad = (k - 1) // 2
         fh = (fh + 2 * pad - k) // 2 + 1
         fw = (fw + 2 * pad - k) // 2 + 1
-    return fh * fw * head.scale_conv_out_channels[-1]
+    return fh, fw
+
+
+def _scale_features(config, height: int, width: int) -> int:
+    """Flattened size the pointmap scale head sees for a ``height x width`` input."""
+    fh, fw = _scale_grid(config, height, width)
+    return fh * fw * config.head_config.scale_conv_out_channels[-1]
 
 
 def has_scale_head(config) -> bool:
@@ -194,12 +199,19 @@ def has_scale_head(config) -> bool:
 
 
 def scale_head_sizes(config, limit: int = 2048) -> tuple[list[int], list[int]]:
-    """Heights and widths (multiples of the patch) that the pointmap scale head can take."""
+    """
+    Heights and widths (multiples of the patch) the pointmap scale head takes as trained.
+
+    These keep the training feature grid; other sizes with the same flattened size also run
+    but feed the MLP transposed features.
+    """
     ph, pw = patch_size(config)
-    want = config.head_config.scale_final_input_size
-    ok = [(h, w) for h in range(ph, limit + 1, ph) for w in range(pw, limit + 1, pw)
-          if _scale_features(config, h, w) == want]
-    return sorted({h for h, _ in ok}), sorted({w for _, w in ok})
+    size = config.image_size
+    train_h, train_w = (size, size) if isinstance(size, int) else size
+    want = _scale_grid(config, train_h, train_w)
+    hs = [h for h in range(ph, limit + 1, ph) if _scale_grid(config, h, train_w)[0] == want[0]]
+    ws = [w for w in range(pw, limit + 1, pw) if _scale_grid(config, train_h, w)[1] == want[1]]
+    return hs, ws
 
 
 def check_input_size(task: str, config, input_size: tuple[int, int]) -> tuple[int, int]:
