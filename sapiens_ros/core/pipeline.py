@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -135,7 +136,7 @@ class Pipeline:
             frames = [frames]
         n = len(frames)
         boxes = _per_frame(boxes, n, 'boxes')
-        fx = _per_frame(fx, n, 'fx')
+        fx = [_check_fx(v) for v in _per_frame(fx, n, 'fx')]
         run = self.tasks if tasks is None else tuple(t for t in self.tasks if t in tasks)
         if 'pose' in run and self.config.box_source == 'seg' and 'seg' not in run and \
                 any(b is None for b in boxes):
@@ -193,8 +194,6 @@ class Pipeline:
         items = []
         for i, frame in enumerate(batch.frames):
             if fx[i] is not None:
-                if not (isinstance(fx[i], (int, float)) and math.isfinite(fx[i]) and fx[i] > 0):
-                    raise SapiensError(f'fx must be a positive focal length, got {fx[i]!r}')
                 scale, source = calibrated_scale(fx[i], frame.letterbox), 'calibrated'
             elif out.get('scales') is not None:
                 scale, source = out['scales'][i].float().reshape(()), 'predicted'
@@ -325,6 +324,15 @@ def _nearest(labels: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
     ok = (x >= 0) & (x < width) & (y >= 0) & (y < height)
     vals = labels[y.clamp(0, height - 1), x.clamp(0, width - 1)]
     return torch.where(ok, vals, torch.zeros_like(vals))
+
+
+def _check_fx(fx) -> float | None:
+    """Validate a calibrated focal length (pixels); checked before any model runs."""
+    if fx is None:
+        return None
+    if not isinstance(fx, numbers.Real) or not math.isfinite(fx) or fx <= 0:
+        raise SapiensError(f'fx must be a positive focal length in pixels, got {fx!r}')
+    return float(fx)
 
 
 def _per_frame(value, n: int, name: str) -> list:
