@@ -86,8 +86,8 @@ def main() -> None:
     print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, input {h}x{w}, '
           f'frame 512x512 (astronaut), pose with {len(BOXES)} persons, median of '
           f'{args.repeat}')
-    header = (f'| layout | head | preprocess ms | forward ms | decode ms | to-host ms | '
-              f'end-to-end ms | bare model ms | ratio | target |')
+    header = ('| layout | head | preprocess ms | forward ms | decode ms | to-host ms | '
+              'end-to-end ms | bare model ms | ratio | target |')
     print(header)
     print('|' + '---|' * 10)
     for layout in args.configs.split(','):
