@@ -17,12 +17,12 @@ import statistics
 import time
 
 import numpy as np
-import torch
-
+from sapiens_ros.core.boxes import crop_windows
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
 from sapiens_ros.core.runners import TorchRunner
+import torch
 
 TARGETS = {'pose': 1.25, 'seg': 1.10, 'normal': 1.10, 'pointmap': 1.10}
 BOXES = np.array([[40, 40, 200, 480], [180, 30, 340, 500], [330, 60, 500, 470]], np.float32)
@@ -53,8 +53,6 @@ def bench(layout: str, task: str, frame: np.ndarray, input_size: tuple[int, int]
     end_to_end = _median_ms(run_pipeline, repeat)
     if task == 'pose':
         batch = FrameBatch([frame], input_size, torch.device('cpu'))
-        from sapiens_ros.core.boxes import crop_windows
-
         c, s = crop_windows(torch.as_tensor(BOXES), input_size)
         pixel_values = batch.crops(torch.zeros(3, dtype=torch.long), c, s, input_size)
     else:
