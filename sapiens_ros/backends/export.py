@@ -221,6 +221,12 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
                           time.perf_counter() - started, notes=notes)
     LOG.info('exported %s to %s (%s, batch %s, %.1f s)', task, out, meta['dtype'],
              meta['batch'], result.seconds)
+    if check and export_dtype != torch.float32 and not _ort_has_cuda():
+        msg = (f'parity check skipped: ONNX Runtime has no CUDA provider to run the '
+               f'{dtype_name(export_dtype)} graph (pip install onnxruntime-gpu to check it)')
+        LOG.warning(msg)
+        notes.append(msg)
+        check = False
     if check:
         result.parity = check_parity(out, wrapper, input_size, batch, seed=seed + 1)
         LOG.info('parity of %s vs torch (batch %d, %s): %s', out.name, result.parity.batch,
@@ -236,6 +242,14 @@ def onnx_metadata(path: str | Path) -> dict[str, str]:
     prefix = 'sapiens_ros.'
     return {p.key[len(prefix):]: p.value for p in model.metadata_props
             if p.key.startswith(prefix)}
+
+
+def _ort_has_cuda() -> bool:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return False
+    return 'CUDAExecutionProvider' in ort.get_available_providers()
 
 
 def _ort_session(path: Path, device: torch.device):

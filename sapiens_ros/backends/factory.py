@@ -127,6 +127,7 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                               cuda_graph_batch=graph_batch)
     gpu, cc = gpu_identity(device.index or 0)
     precision = dtype_name(_dtype(dtype)) if dtype else default_precision(cc)
+    cache = EngineCache(cache_dir)
     if path is not None and path.suffix in ONNX_SUFFIXES:
         onnx_path, w_hash = path, _onnx_hash(path)
         input_size = tuple(int(v) for v in onnx_metadata(path).get(
@@ -135,21 +136,27 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
         if model is None:
             model = load_model(task, source, size=size)
         w_hash = weights_hash(model.float())
+        onnx_path = None
+    key = EngineKey(w_hash, task, input_size, batch, precision, trt.__version__, gpu, cc)
+    found = cache.lookup(key)
+    if found.hit:  # no export needed
+        LOG.info('using %s', found.reason)
+        return TensorRTRunner(task, found.path, device=device, model_id=source or '',
+                              cuda_graph_batch=graph_batch)
+    if onnx_path is None:
+        if not allow_build:
+            raise EngineNotBuiltError(
+                f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
+                f'is disabled. Build it with:\n  '
+                + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
         strong = parse_version(trt.__version__)[:2] >= STRONG_TYPING_VERSION
         graph_dtype = precision if strong and precision != 'fp32' else 'fp32'
         target = device if graph_dtype != 'fp32' else torch.device('cpu')
         onnx_path = cached_onnx(task, model.to(target), input_size=input_size, batch=batch,
                                 dtype=graph_dtype, cache_dir=cache_dir, model_id=source or '',
                                 w_hash=w_hash)
-    key = EngineKey(w_hash, task, input_size, batch, precision, trt.__version__, gpu, cc)
-    try:
-        engine = get_engine(onnx_path, key, cache=EngineCache(cache_dir),
-                            allow_build=allow_build, source=source or '<model>',
-                            progress=progress)
-    except EngineNotBuiltError:
-        LOG.error('TensorRT engine for %s missing; build it with: %s', task,
-                  export_command(key, source=source or '<model>', out=str(onnx_path)))
-        raise
+    engine = get_engine(onnx_path, key, cache=cache, allow_build=allow_build,
+                        source=source or '<model>', progress=progress)
     return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
                           cuda_graph_batch=graph_batch)
 
