@@ -81,7 +81,7 @@ class OnnxRuntimeRunner:
     def __init__(self, task: str, onnx_path: str | Path, *, device: str | torch.device = 'cpu',
                  providers: Sequence[str] | None = None, model_id: str = '',
                  provider_options: dict[str, dict] | None = None, threads: int = 0,
-                 cache_dir: str | Path | None = None) -> None:
+                 spin: bool = False, cache_dir: str | Path | None = None) -> None:
         ort = import_onnxruntime()
         self.task = task
         self.path = Path(onnx_path).expanduser()
@@ -101,6 +101,10 @@ class OnnxRuntimeRunner:
         options.log_severity_level = 3
         if threads:
             options.intra_op_num_threads = threads
+        if not spin:
+            # Idle ORT threads otherwise busy-wait after each run, starving the torch pre- and
+            # post-processing that runs between heads on the same cores.
+            options.add_session_config_entry('session.intra_op.allow_spinning', '0')
         self.session = ort.InferenceSession(
             str(self.path), options, providers=self.providers,
             provider_options=[self._options(p, provider_options, cache_dir)
