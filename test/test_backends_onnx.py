@@ -77,6 +77,19 @@ def test_ort_matches_torch(task, batch, exported, torch_models):
         assert (got[name] - want[name]).abs().max().item() <= 1e-4 + 1e-3 * scale
 
 
+@pytest.mark.parametrize('batch', [1, 3])
+def test_io_binding_writes_into_torch_tensors(batch, exported):
+    """The IOBinding path (the default on CUDA) exercised on CPU: same outputs as plain run."""
+    bound = OnnxRuntimeRunner('pointmap', exported['pointmap'], io_binding=True)
+    plain = OnnxRuntimeRunner('pointmap', exported['pointmap'])
+    assert bound.io_binding and not plain.io_binding
+    x = torch.randn(batch, 3, *SIZE)
+    got, want = bound(x), plain(x)
+    for name in ('pointmaps', 'scales'):
+        assert got[name].shape == want[name].shape and got[name].shape[0] == batch
+        torch.testing.assert_close(got[name], want[name], atol=0, rtol=0)
+
+
 def test_export_metadata_and_outputs(exported, checkpoints):
     meta = onnx_metadata(exported['pointmap'])
     assert meta['task'] == 'pointmap'

@@ -81,7 +81,8 @@ class OnnxRuntimeRunner:
     def __init__(self, task: str, onnx_path: str | Path, *, device: str | torch.device = 'cpu',
                  providers: Sequence[str] | None = None, model_id: str = '',
                  provider_options: dict[str, dict] | None = None, threads: int = 0,
-                 spin: bool = False, cache_dir: str | Path | None = None) -> None:
+                 spin: bool = False, cache_dir: str | Path | None = None,
+                 io_binding: bool | None = None) -> None:
         ort = import_onnxruntime()
         self.task = task
         self.path = Path(onnx_path).expanduser()
@@ -124,7 +125,9 @@ class OnnxRuntimeRunner:
                               f'{OUTPUT_NAMES[task]} (task {task!r}); re-export it')
         self._out_meta = [(n, outs[n].shape, _NP_DTYPES.get(outs[n].type, np.float32))
                           for n in self.output_names]
-        self._on_gpu = self.device.type == 'cuda' and self.providers[0] in _GPU_PROVIDERS
+        on_gpu = self.device.type == 'cuda' and self.providers[0] in _GPU_PROVIDERS
+        # IOBinding by default where it saves copies (CUDA); on CPU it is optional.
+        self.io_binding = on_gpu if io_binding is None else bool(io_binding)
         LOG.info('onnxruntime %s: %s on %s (input %dx%d)', task, self.path.name,
                  ','.join(self.providers), *self.input_size)
 
@@ -165,25 +168,25 @@ class OnnxRuntimeRunner:
         if x.dtype != torch.float32:
             x = x.float()
         x = x.contiguous()
-        if self._on_gpu and x.device.type == 'cuda':
+        if self.io_binding and x.device.type == self.device.type:
             return self._run_bound(x)
         outs = self.session.run(list(self.output_names), {self.input_name: x.cpu().numpy()})
         return {n: torch.from_numpy(o).to(self.device)
                 for n, o in zip(self.output_names, outs, strict=True)}
 
     def _run_bound(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Bind torch's device pointers with IOBinding: no host copies."""
+        """Bind torch's tensors by pointer with IOBinding: ORT reads and writes them in place."""
         binding = self.session.io_binding()
-        index = x.device.index or 0
-        binding.bind_input(self.input_name, 'cuda', index, np.float32, list(x.shape), x.data_ptr())
+        kind, index = x.device.type, x.device.index or 0
+        binding.bind_input(self.input_name, kind, index, np.float32, list(x.shape), x.data_ptr())
         outs: dict[str, torch.Tensor] = {}
         for name, meta_shape, np_dtype in self._out_meta:
             shape = self._shape(meta_shape, x.shape[0])
             if shape is None:
-                binding.bind_output(name, 'cuda', index)
+                binding.bind_output(name, kind, index)
                 continue
             out = torch.empty(shape, dtype=_TORCH_DTYPES[np_dtype], device=x.device)
-            binding.bind_output(name, 'cuda', index, np_dtype, shape, out.data_ptr())
+            binding.bind_output(name, kind, index, np_dtype, shape, out.data_ptr())
             outs[name] = out
         self.session.run_with_iobinding(binding)
         if len(outs) < len(self.output_names):  # dynamic output dims: ORT allocated them
