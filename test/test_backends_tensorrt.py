@@ -295,3 +295,17 @@ def test_gpu_ort_cuda_iobinding(tmp_path):
     assert got.device.type == 'cuda'
     want = TorchRunner('normal', model.cuda())(x)['normals']
     torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-3)
+
+
+def test_torch_backend_options_on_cpu(caplog):
+    """The torch backend through the factory; CUDA graphs fall back to eager on CPU, loudly."""
+    from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner
+    from sapiens_ros.core.configs import random_model
+
+    model = random_model('normal', input_size=(256, 192))
+    with caplog.at_level(logging.WARNING):
+        runner = make_runner('normal', 'pytorch', model=model, cuda_graphs=True)
+    assert isinstance(runner, AcceleratedTorchRunner) and runner.name == 'torch'
+    assert 'cuda_graphs needs a CUDA device' in caplog.text
+    out = runner(torch.randn(2, 3, 256, 192))
+    assert out['normals'].shape == (2, 3, 256, 192)
