@@ -44,7 +44,23 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help='override one task (repeatable)')
     p.add_argument('--input-size', default='1024x768', help='model input HxW')
     p.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
-    p.add_argument('--dtype', default='fp32', choices=['fp32', 'bf16', 'fp16'])
+    p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
+                   help='torch weights dtype (default fp32), or the TensorRT engine precision '
+                        '(default bf16 on compute capability >= 8.0, else fp16)')
+    b = p.add_argument_group('backend')
+    b.add_argument('--backend', default='torch',
+                   help='torch, onnxruntime (ort) or tensorrt (trt); see docs/backends.md')
+    b.add_argument('--engine-batch', default='1:1:8', metavar='MIN:OPT:MAX',
+                   help='TensorRT optimisation profile / ONNX export batch range')
+    b.add_argument('--compile', action='store_true', help='torch: torch.compile the models')
+    b.add_argument('--cuda-graphs', action='store_true',
+                   help='torch/tensorrt on CUDA: replay CUDA graphs for a fixed batch')
+    b.add_argument('--providers', default=None,
+                   help='onnxruntime execution providers in order, e.g. tensorrt,cuda,cpu')
+    b.add_argument('--cache-dir', default=None,
+                   help='ONNX/engine cache (default ~/.cache/sapiens_ros or SAPIENS_ROS_CACHE)')
+    b.add_argument('--no-build', action='store_true',
+                   help='tensorrt: fail (printing the export command) instead of building')
 
 
 def parse_hw(text: str) -> tuple[int, int]:
@@ -88,9 +104,13 @@ def pipeline_from_args(args: argparse.Namespace, config):
     with tempfile.TemporaryDirectory(prefix='sapiens_ros_random_') as tmp:
         if args.random_weights:  # saved and loaded back through the real loader
             model_dir = save_random_checkpoints(tmp, tasks, input_size=config.input_size)
-        return Pipeline.from_pretrained(tasks, size=args.size, model_dir=model_dir,
-                                        models=parse_overrides(args.model), dtype=args.dtype,
-                                        device=args.device, config=config)
+        return Pipeline.from_pretrained(
+            tasks, backend=args.backend, size=args.size, model_dir=model_dir,
+            models=parse_overrides(args.model), dtype=args.dtype, device=args.device,
+            config=config, batch=args.engine_batch, compile=args.compile,
+            cuda_graphs=args.cuda_graphs, cache_dir=args.cache_dir,
+            allow_build=not args.no_build,
+            providers=args.providers.split(',') if args.providers else None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import pytest
 from sapiens_ros.backends.errors import BackendUnavailableError, ExportError, ParityError
 from sapiens_ros.backends.export import (check_parity, export_onnx, ExportWrapper, onnx_metadata,
                                          parse_batch, parse_input_size)
-from sapiens_ros.backends.factory import build_pipeline, cached_onnx, make_runner
+from sapiens_ros.backends.factory import cached_onnx, make_runner
 from sapiens_ros.backends.onnxruntime_runner import choose_providers, OnnxRuntimeRunner
 from sapiens_ros.backends.tensorrt_engine import fp32_node_names
 from sapiens_ros.core.configs import random_model
@@ -201,9 +201,10 @@ def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
     config = PipelineConfig(input_size=SIZE)
     image = skimage.data.astronaut()
     frames = [image, np.ascontiguousarray(image[:, ::-1])]
-    torch_pipe = build_pipeline(TASKS, 'torch', model_dir=str(checkpoints), config=config)
-    ort_pipe = build_pipeline(TASKS, 'onnxruntime', model_dir=str(checkpoints), config=config,
-                              cache_dir=cache_dir)
+    torch_pipe = Pipeline.from_pretrained(TASKS, backend='torch', model_dir=str(checkpoints),
+                                          config=config)
+    ort_pipe = Pipeline.from_pretrained(TASKS, backend='onnxruntime', model_dir=str(checkpoints),
+                                        config=config, cache_dir=cache_dir)
     assert {r.name for r in ort_pipe.runners.values()} == {'onnxruntime'}
     assert {r.path for r in ort_pipe.runners.values()} == set(exported.values())
     want, got = torch_pipe(frames), ort_pipe(frames)

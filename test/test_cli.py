@@ -54,3 +54,18 @@ def test_infer_errors_are_clear(tmp_path, capsys):
     assert main(['infer', str(tmp_path / 'missing.png'), '--random-weights', '--tasks', 'normal',
                  '--input-size', '256x192', '--out', str(tmp_path)]) == 2
     assert 'cannot read image' in capsys.readouterr().err
+
+
+def test_infer_on_onnxruntime_backend(model_dir, tmp_path, capsys):
+    """The same command on ONNX Runtime: exported, cached and run through a real session."""
+    out = tmp_path / 'out'
+    rc = main(['infer', '--model-dir', str(model_dir), '--input-size', '256x192', '--tasks',
+               'normal', '--backend', 'ort', '--cache-dir', str(tmp_path / 'cache'),
+               '--out', str(out)])
+    assert rc == 0
+    normals = np.load(out / 'astronaut.normals.npy')
+    assert np.allclose(np.linalg.norm(normals, axis=-1), 1.0, atol=1e-4)
+    assert list((tmp_path / 'cache').rglob('*.onnx'))
+    assert main(['infer', '--random-weights', '--tasks', 'normal', '--backend', 'tflite',
+                 '--out', str(out)]) == 2
+    assert 'unknown backend' in capsys.readouterr().err

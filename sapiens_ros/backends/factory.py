@@ -175,19 +175,3 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
     sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
     return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE, **kwargs)
             for t, s in sources.items()}
-
-
-def build_pipeline(tasks: str | Sequence[str], backend: str = 'torch', *, config=None,
-                   device: str | torch.device = 'cpu', **kwargs):
-    """Build a :class:`~sapiens_ros.core.pipeline.Pipeline` whose heads run on ``backend``."""
-    from ..core.errors import SapiensError
-    from ..core.pipeline import Pipeline, PipelineConfig
-
-    config = config or PipelineConfig()
-    tasks = parse_tasks(tasks)
-    if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
-        raise SapiensError('box_source=seg needs the seg head: add seg to the tasks or use '
-                           'box_source=full (or give boxes)')
-    kwargs.setdefault('input_size', config.input_size)
-    runners = build_runners(tasks, backend, device=device, **kwargs)
-    return Pipeline(runners, config, device)

@@ -18,10 +18,10 @@ from .heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
 from .heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
 from .heads.segmentation import seg_labels, SegResult
 from .letterbox import sample_map
-from .loading import load_model, parse_device, resolve_sources
+from .loading import parse_device
 from .metadata import keypoint_info
 from .registry import parse_tasks
-from .runners import Runner, TorchRunner
+from .runners import Runner
 from .timing import StageTimer
 
 #: Order the heads run in: seg first, since pose boxes and the pointmap mask come from it.
@@ -91,19 +91,28 @@ class Pipeline:
         self.num_keypoints = len(info.names)
 
     @classmethod
-    def from_pretrained(cls, tasks: str | Sequence[str], *, size: str | None = None,
-                        model_dir: str | None = None, models: Mapping[str, str] | None = None,
-                        dtype: str = 'fp32', device: str = 'cpu',
-                        config: PipelineConfig | None = None) -> Pipeline:
-        """Load every task's checkpoint (``models`` > ``model_dir/<task>`` > hub) and build."""
+    def from_pretrained(cls, tasks: str | Sequence[str], *, backend: str = 'torch',
+                        size: str | None = None, model_dir: str | None = None,
+                        models: Mapping[str, str] | None = None, dtype: str | None = None,
+                        device: str = 'cpu', config: PipelineConfig | None = None,
+                        **runner_options) -> Pipeline:
+        """
+        Load every task's model on ``backend`` (torch, onnxruntime or tensorrt) and build.
+
+        Sources: ``models[task]`` > ``model_dir/<task>`` > the hub id of ``size``.
+        ``runner_options`` go to :func:`sapiens_ros.backends.factory.make_runner` (batch
+        profile, torch.compile, CUDA graphs, ORT providers, engine cache, ...).
+        """
+        from ..backends.factory import build_runners
+
         tasks = parse_tasks(tasks)
         config = config or PipelineConfig()
         if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
             raise SapiensError('box_source=seg needs the seg head: add seg to the tasks or use '
                                'box_source=full (or give boxes)')
-        sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
-        runners = {t: TorchRunner(t, load_model(t, s, dtype=dtype, device=device), s)
-                   for t, s in sources.items()}
+        runner_options.setdefault('input_size', config.input_size)
+        runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
+                                dtype=dtype, device=device, **runner_options)
         return cls(runners, config, device)
 
     @property
