@@ -1,6 +1,6 @@
 """Errors of the accelerated backends, each naming the fix."""
 
-from ..core.errors import SapiensError
+from ..core.errors import InputSizeError, SapiensError
 
 
 class BackendUnavailableError(SapiensError, RuntimeError):
@@ -21,3 +21,19 @@ class EngineError(SapiensError, RuntimeError):
 
 class EngineNotBuiltError(EngineError):
     """No usable cached engine and building was not allowed; the message gives the command."""
+
+
+def check_static_size(input_size: tuple[int, int], built: tuple[int, int], artifact: str,
+                      export_command: str) -> tuple[int, int]:
+    """
+    Return ``input_size`` as ints if it equals the ``built`` size of an exported artifact.
+
+    Otherwise raise :class:`InputSizeError` naming both sizes and the command that rebuilds it.
+    """
+    size = (int(input_size[0]), int(input_size[1]))
+    if size != tuple(built):
+        h, w = built
+        raise InputSizeError(
+            f'{artifact} was built for input {h}x{w}, not {size[0]}x{size[1]}: set input_size '
+            f'to {h}x{w}, or rebuild with `{export_command} --input-size {size[0]}x{size[1]}`')
+    return size

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import BackendUnavailableError, ExportError
+from .errors import BackendUnavailableError, check_static_size, ExportError
 from .export import onnx_metadata
-from ..core.errors import InputSizeError
 from ..core.loading import parse_device
 from ..core.runners import OUTPUT_NAMES
 
@@ -149,14 +148,8 @@ class OnnxRuntimeRunner:
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
         """Raise :class:`InputSizeError` unless ``input_size`` is the graph's static H x W."""
-        size = (int(input_size[0]), int(input_size[1]))
-        if size != self.input_size:
-            h, w = self.input_size
-            raise InputSizeError(
-                f'{self.path.name} was exported for input {h}x{w}, not {size[0]}x{size[1]}: set '
-                f'input_size to {h}x{w} or re-export with `sapiens-ros export --task {self.task} '
-                f'--input-size {size[0]}x{size[1]}`')
-        return size
+        return check_static_size(input_size, self.input_size, f'ONNX graph {self.path.name}',
+                                 f'sapiens-ros export --task {self.task}')
 
     def _shape(self, meta_shape: list, batch: int) -> list[int] | None:
         dims = [batch] + list(meta_shape[1:])

@@ -14,9 +14,8 @@ from pathlib import Path
 import torch
 
 from .cuda_graphs import CudaGraphCache
-from .errors import EngineError
+from .errors import check_static_size, EngineError
 from .tensorrt_engine import import_tensorrt, require_cuda, trt_logger
-from ..core.errors import InputSizeError
 from ..core.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
@@ -83,15 +82,9 @@ class TensorRTRunner:
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
         """Raise :class:`InputSizeError` unless ``input_size`` is the engine's H x W."""
-        size = (int(input_size[0]), int(input_size[1]))
-        if size != self.input_size:
-            h, w = self.input_size
-            raise InputSizeError(
-                f'TensorRT engine {self.path.name} was built for input {h}x{w}, not '
-                f'{size[0]}x{size[1]}: set input_size to {h}x{w}, or rebuild with '
-                f'`sapiens-ros export --task {self.task} --input-size {size[0]}x{size[1]} '
-                f'--engine`')
-        return size
+        return check_static_size(input_size, self.input_size,
+                                 f'TensorRT engine {self.path.name}',
+                                 f'sapiens-ros export --task {self.task} --engine')
 
     def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
         """Run ``(B, 3, H, W)`` float32 CUDA input; returns float32 outputs by name."""
