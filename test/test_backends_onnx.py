@@ -154,7 +154,7 @@ def test_runner_errors(exported, tmp_path):
     with pytest.raises(ExportError, match='does not exist'):
         OnnxRuntimeRunner('pose', tmp_path / 'missing.onnx')
     runner = OnnxRuntimeRunner('pose', exported['pose'])
-    with pytest.raises(InputSizeError, match='sapiens-ros export --task pose --input-size 512x384'):
+    with pytest.raises(InputSizeError, match='export --task pose --input-size 512x384'):
         Pipeline({'pose': runner}, PipelineConfig(input_size=(512, 384), box_source='full'))
 
 
