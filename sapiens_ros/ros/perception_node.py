@@ -276,7 +276,7 @@ class PerceptionNode(LifecycleNode):
 
     # ----------------------------------------------------------------- worker
     def wanted_outputs(self) -> set[str]:
-        """Outputs with a subscriber, plus the forced ones."""
+        """Return the outputs with a subscriber, plus the forced ones."""
         if self._param('publish_all'):
             return set(self._pubs)
         subscribed = {s for s, pub in self._pubs.items() if pub.get_subscription_count() > 0}
