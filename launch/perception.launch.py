@@ -19,8 +19,8 @@ PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilt
 ARGUMENTS = (
     ('camera', 'image', 'input image topic (remapped onto the node\'s "image")'),
     ('namespace', '', 'namespace of the node and its outputs (single camera)'),
-    ('cameras', '', 'comma-separated namespaces: one node per camera, each reading '
-                    '<ns>/image (overrides camera and namespace)'),
+    ('cameras', '', ('comma-separated namespaces: one node per camera, each reading '
+                     '<ns>/image (overrides camera and namespace)')),
     ('tasks', 'pose,seg,normal,pointmap', 'heads to run'),
     ('model_size', '0.4b', 'checkpoint size'),
     ('backend', 'torch', 'inference backend'),
@@ -30,8 +30,8 @@ ARGUMENTS = (
     ('compressed', 'false', 'subscribe <camera>/compressed (CompressedImage)'),
     ('random_weights', 'false', 'tiny random models (no weights needed)'),
     ('use_rviz', 'false', 'start RViz'),
-    ('dds_profile', 'true', f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
-                            f'RMW is Fast DDS and none is set'),
+    ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
+                             f'RMW is Fast DDS and none is set')),
 )
 
 

@@ -94,6 +94,7 @@ class PerceptionNode(LifecycleNode):
         self._camera_info: CameraInfo | None = None
         self._worker: threading.Thread | None = None
         self._running = threading.Event()
+        self.busy = False  # True while the worker processes a frame
         self._input_group = MutuallyExclusiveCallbackGroup()
         self._options = MessageOptions()
         self._forced: set[str] = set()
@@ -287,10 +288,13 @@ class PerceptionNode(LifecycleNode):
             item = self._slot.take(0.1)
             if item is None:
                 continue
+            self.busy = True
             try:
                 self.process(*item)
             except Exception as exc:  # noqa: BLE001 - the worker must survive any frame
                 self._bad('internal', f'{type(exc).__name__}: {exc}')
+            finally:
+                self.busy = False
 
     def process(self, msg, received: float | None = None) -> dict:
         """Run the wanted tasks on one message and publish; return the published messages."""
