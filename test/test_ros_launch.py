@@ -94,7 +94,7 @@ def test_launch_file_one_node_per_camera():
         if type(action).__name__ == 'DeclareLaunchArgument':
             context.launch_configurations[action.name] = args.get(
                 action.name, action.default_value[0].perform(context))
-    opaque = [e for e in description.entities if isinstance(e, OpaqueFunction)][0]
+    opaque = next(e for e in description.entities if isinstance(e, OpaqueFunction))
     nodes = opaque.execute(context)
     assert len(nodes) == 2
     namespaces = sorted(n.expanded_node_namespace if hasattr(n, 'expanded_node_namespace')
