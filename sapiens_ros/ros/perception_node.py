@@ -2,14 +2,17 @@
 
 configure loads the models and creates the publishers, activate subscribes and starts the worker,
 deactivate/cleanup stop it and free the memory. The subscription callback only stores the newest
-frame; one worker thread runs inference on it, so a fast camera never builds a backlog.
+frame; one worker thread runs inference on it, so a fast camera never builds a backlog. A second
+thread builds and publishes the messages of the previous frame meanwhile (at most one waits).
 Valid on Humble's rclpy (no ``with rclpy.init()``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
+import queue
 import threading
 import time
 
@@ -71,6 +74,17 @@ def build_pipeline(tasks: tuple[str, ...], params: dict, log=None) -> Pipeline:
                                     config=config)
 
 
+@dataclasses.dataclass
+class _Job:
+    """One inferred frame on its way to the publish stage."""
+
+    header: object
+    result: object
+    frame: object
+    options: MessageOptions
+    tasks: tuple
+
+
 def _stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
@@ -93,8 +107,10 @@ class PerceptionNode(LifecycleNode):
         self._subs: list = []
         self._camera_info: CameraInfo | None = None
         self._worker: threading.Thread | None = None
+        self._publisher: threading.Thread | None = None
+        self._jobs: queue.Queue = queue.Queue(maxsize=1)
+        self._infer_busy = self._publish_busy = False
         self._running = threading.Event()
-        self.busy = False  # True while the worker processes a frame
         self._input_group = MutuallyExclusiveCallbackGroup()
         self._options = MessageOptions()
         self._forced: set[str] = set()
@@ -186,16 +202,20 @@ class PerceptionNode(LifecycleNode):
             CameraInfo, 'camera_info', self._on_camera_info, in_qos,
             callback_group=self._input_group))
         self._running.set()
-        self._worker = threading.Thread(target=self._work, name='sapiens_worker', daemon=True)
+        self._worker = threading.Thread(target=self._work, name='sapiens_infer', daemon=True)
+        self._publisher = threading.Thread(target=self._publish_loop, name='sapiens_publish',
+                                           daemon=True)
         self._worker.start()
+        self._publisher.start()
         self.get_logger().info(f'active: listening on {self._subs[0].topic_name}')
         return result
 
     def _stop(self) -> None:
         self._running.clear()
-        if self._worker is not None:
-            self._worker.join()
-            self._worker = None
+        for thread in (self._worker, self._publisher):
+            if thread is not None:
+                thread.join()
+        self._worker = self._publisher = None
         for sub in self._subs:
             self.destroy_subscription(sub)
         self._subs.clear()
@@ -284,58 +304,90 @@ class PerceptionNode(LifecycleNode):
         return subscribed | (self._forced & set(self._pubs))
 
     def _work(self) -> None:
+        """Inference stage: newest frame in, one finished result handed to the publish stage."""
         while self._running.is_set():
             item = self._slot.take(0.1)
             if item is None:
                 continue
-            self.busy = True
+            self._infer_busy = True
             try:
-                self.process(*item)
+                job = self.infer(item[0])
+                while job is not None and self._running.is_set():
+                    try:  # at most one result waits: no backlog, build overlaps inference
+                        self._jobs.put(job, timeout=0.1)
+                        job = None
+                    except queue.Full:
+                        continue
             except Exception as exc:  # noqa: BLE001 - the worker must survive any frame
                 self._bad('internal', f'{type(exc).__name__}: {exc}')
             finally:
-                self.busy = False
+                self._infer_busy = False
 
-    def process(self, msg, received: float | None = None) -> dict:
-        """Run the wanted tasks on one message and publish; return the published messages."""
+    def _publish_loop(self) -> None:
+        """Publish stage: build and publish the messages of one result at a time."""
+        while self._running.is_set() or not self._jobs.empty():
+            try:
+                job = self._jobs.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self._publish_busy = True
+            try:
+                self.publish(job)
+            except Exception as exc:  # noqa: BLE001 - the publisher must survive any frame
+                self._bad('internal', f'{type(exc).__name__}: {exc}')
+            finally:
+                self._publish_busy = False
+
+    @property
+    def busy(self) -> bool:
+        """True while a frame is being processed or its messages are being published."""
+        return self._infer_busy or self._publish_busy or not self._jobs.empty()
+
+    def infer(self, msg) -> _Job | None:
+        """Decode ``msg`` and run the tasks whose outputs are wanted; None when skipped/bad."""
         outputs = self.wanted_outputs()
         tasks = tuple(t for t in self.tasks if any(OUTPUT_TASK[s] == t for s in outputs))
         if not tasks:
             self.stats.idle_skipped += 1
-            return {}
+            return None
         try:
             frame = self._decode(msg)
         except FrameError as exc:
             kind = 'compressed' if isinstance(msg, CompressedImage) else 'image'
             self._bad(kind, str(exc))
-            return {}
+            return None
         fx = None
         if self._param('calibrated') and 'pointmap' in tasks:
             try:
                 fx = self._focal(frame.pixels.shape[:2])
             except FrameError as exc:
                 self._bad('camera_info', str(exc))
-                return {}
+                return None
         with self._lock:
             try:
                 result = self.pipeline(frame.pixels, color_order=frame.color_order, fx=fx,
                                        tasks=tasks)[0]
             except SapiensError as exc:
                 self._bad('inference', str(exc))
-                return {}
-            problem = _non_finite(result)
-            if problem:
-                self._bad('model_nan', f'the model produced non-finite {problem}')
-                return {}
-            self._options.outputs = outputs
-            image = frame.rgb() if any(s.endswith('overlay') for s in outputs) else None
-            msgs = build_messages(msg.header, result, self._options, image)
+                return None
+            options = dataclasses.replace(self._options, outputs=outputs)
+        problem = _non_finite(result)
+        if problem:
+            self._bad('model_nan', f'the model produced non-finite {problem}')
+            return None
+        return _Job(msg.header, result, frame, options, tasks)
+
+    def publish(self, job: _Job) -> dict:
+        """Build and publish one result's messages; return them."""
+        wants_image = any(s.endswith('overlay') for s in job.options.outputs)
+        image = job.frame.rgb() if wants_image else None
+        msgs = build_messages(job.header, job.result, job.options, image)
         for suffix, out in msgs.items():
             self._pubs[suffix].publish(out)
         latency = None
-        if _stamp_ns(msg.header.stamp) > 0:
-            latency = (self.get_clock().now().nanoseconds - _stamp_ns(msg.header.stamp)) / 1e6
-        self.stats.on_processed(latency, result.timings, tasks)
+        if _stamp_ns(job.header.stamp) > 0:
+            latency = (self.get_clock().now().nanoseconds - _stamp_ns(job.header.stamp)) / 1e6
+        self.stats.on_processed(latency, job.result.timings, job.tasks)
         return msgs
 
     # ----------------------------------------------------------------- diagnostics
