@@ -93,7 +93,8 @@ def test_demo_runs_with_random_weights(tmp_path):
 
 def test_demo_without_weights_names_random_weights(tmp_path, capsys):
     session_domain_id()
-    rc = cli_demo.run(_args('--model-dir', str(tmp_path / 'missing'), '--duration', '1'))
+    rc = cli_demo.run(_args('--model-dir', str(tmp_path / 'missing'), '--duration', '1',
+                            '--output-dir', str(tmp_path / 'out')))
     assert rc == 1
     assert '--random-weights' in capsys.readouterr().out
 
@@ -101,5 +102,6 @@ def test_demo_without_weights_names_random_weights(tmp_path, capsys):
 def test_demo_with_local_checkpoints(tmp_path):
     session_domain_id()
     rc = cli_demo.run(_args('--model-dir', str(tiny_model_dir()), '--input-size', '256x192',
-                            '--tasks', 'seg', '--duration', '1'))
+                            '--tasks', 'seg', '--duration', '1',
+                            '--output-dir', str(tmp_path / 'out')))
     assert rc == 0

@@ -340,7 +340,7 @@ class PerceptionNode(LifecycleNode):
 
     @property
     def busy(self) -> bool:
-        """True while a frame is being processed or its messages are being published."""
+        """Tell whether a frame is being processed or its messages are being published."""
         return self._infer_busy or self._publish_busy or not self._jobs.empty()
 
     def infer(self, msg) -> _Job | None:
@@ -375,6 +375,8 @@ class PerceptionNode(LifecycleNode):
         if problem:
             self._bad('model_nan', f'the model produced non-finite {problem}')
             return None
+        if 'pose' in tasks and 'seg' not in tasks and result.seg is not None:
+            tasks = ('seg',) + tasks  # the pipeline ran seg for the person boxes
         return _Job(msg.header, result, frame, options, tasks)
 
     def publish(self, job: _Job) -> dict:
