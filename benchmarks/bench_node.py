@@ -1,4 +1,5 @@
-"""Node overhead and image transport, measured side by side in one run (tiny models, CPU).
+"""
+Node overhead and image transport, measured side by side in one run (tiny models, CPU).
 
 1. Core rate: the pipeline alone on the frames the camera sends.
 2. Node rate: camera process -> perception_node process -> subscriber process, through the
@@ -212,7 +213,7 @@ def transport(profile: bool, reliable: bool, domain: int, count: int = 100) -> d
 
 def main() -> None:
     """Run everything and print the tables."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--role', default='main', choices=('main', 'pub', 'sub'))
     parser.add_argument('--topic', default='image')
     parser.add_argument('--rate', type=float, default=10.0)

@@ -1,4 +1,5 @@
-"""Demo without a camera: sample camera + perception node + monitor.
+"""
+Demo without a camera: sample camera + perception node + monitor.
 
 ros2 launch sapiens_ros demo.launch.py random_weights:=true
 """

@@ -1,4 +1,5 @@
-"""Launch sapiens_ros perception_node for one camera, or one node per camera namespace.
+"""
+Launch sapiens_ros perception_node for one camera, or one node per camera namespace.
 
 ros2 launch sapiens_ros perception.launch.py camera:=/camera/image_raw
 ros2 launch sapiens_ros perception.launch.py cameras:=front,rear device:=cuda dtype:=bf16

@@ -1,4 +1,5 @@
-"""``sapiens-ros demo``: sample camera -> perception node -> monitor, in one process.
+"""
+``sapiens-ros demo``: sample camera -> perception node -> monitor, in one process.
 
 The three are separate rclpy nodes on one multi-threaded executor, talking over real topics.
 """

@@ -12,7 +12,8 @@ _ROOT: Path | None = None
 
 
 def tiny_model_dir() -> Path:
-    """Directory with one tiny random checkpoint per perception task (built once a session).
+    """
+    Directory with one tiny random checkpoint per perception task (built once a session).
 
     The pointmap config is built for the test input size, since its scale MLP depends on it.
     """

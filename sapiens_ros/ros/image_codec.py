@@ -1,4 +1,5 @@
-"""Decode raw ``sensor_msgs/Image`` fields and compressed bytes into numpy frames (no ROS).
+"""
+Decode raw ``sensor_msgs/Image`` fields and compressed bytes into numpy frames (no ROS).
 
 Every function takes plain fields (encoding, height, width, step, bytes) so it is testable and
 reusable without rclpy. Failures raise :class:`~sapiens_ros.core.errors.FrameError` with a
@@ -81,7 +82,8 @@ def _to8(values: np.ndarray) -> np.ndarray:
 
 def decode_raw(encoding: str, height: int, width: int, step: int, data,
                is_bigendian: bool = False, max_pixels: int | None = None) -> Frame:
-    """Decode the fields of a raw ``sensor_msgs/Image`` into a :class:`Frame`.
+    """
+    Decode the fields of a raw ``sensor_msgs/Image`` into a :class:`Frame`.
 
     ``data`` is any buffer (``bytes``, ``array.array``, memoryview). Row padding
     (``step > width * bytes_per_pixel``) is honoured without copying the rows twice.
@@ -141,7 +143,8 @@ def _format_of(data: np.ndarray) -> str:
 
 def decode_compressed(fmt: str, data, max_pixels: int | None = None,
                       expected: str | None = None) -> Frame:
-    """Decode a ``sensor_msgs/CompressedImage`` (jpeg or png) into a BGR :class:`Frame`.
+    """
+    Decode a ``sensor_msgs/CompressedImage`` (jpeg or png) into a BGR :class:`Frame`.
 
     ``fmt`` is the message's ``format`` string (only used in messages); the codec is detected
     from the bytes. ``expected`` ('jpeg'/'png'), when given, rejects the other codec.

@@ -1,4 +1,5 @@
-"""Build the topic contract's standard ROS messages from a core ``FrameResult``.
+"""
+Build the topic contract's standard ROS messages from a core ``FrameResult``.
 
 :func:`build_messages` is a pure function of ``(header, FrameResult, options)`` and returns a dict
 of topic suffix (``'pose/keypoints'``...) to message, so the live node and the bag replay publish
@@ -160,7 +161,8 @@ def _marker(header: Header, ns: str, kind: int, points: list, size: float,
 
 def skeleton_markers(header: Header, result: FrameResult,
                      options: MessageOptions) -> MarkerArray:
-    """``pose/markers``: all persons' keypoints (POINTS) and links (LINE_LIST) in two markers.
+    """
+    ``pose/markers``: all persons' keypoints (POINTS) and links (LINE_LIST) in two markers.
 
     3D (metres, camera frame) when the pointmap gave keypoint XYZ, else 2D image space with
     ``pixel_scale`` metres per pixel at z = 0. A DELETEALL marker first clears old frames.
@@ -239,7 +241,8 @@ def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> l
 
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
                    image: np.ndarray | None = None) -> dict:
-    """All contract messages for one frame, by topic suffix; every one carries ``header``.
+    """
+    All contract messages for one frame, by topic suffix; every one carries ``header``.
 
     ``image`` is the input frame as HxWx3 RGB uint8, needed only for the overlays.
     Only the suffixes in ``options.outputs`` (when set) are built.

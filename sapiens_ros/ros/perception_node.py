@@ -1,4 +1,5 @@
-"""Sapiens2 perception as an rclpy lifecycle node: camera frames in, the topic contract out.
+"""
+Sapiens2 perception as an rclpy lifecycle node: camera frames in, the topic contract out.
 
 configure loads the models and creates the publishers, activate subscribes and starts the worker,
 deactivate/cleanup stop it and free the memory. The subscription callback only stores the newest

@@ -1,4 +1,5 @@
-"""A stand-in camera: plays the bundled photo, a video file or a bag's images at a fixed rate.
+"""
+A stand-in camera: plays the bundled photo, a video file or a bag's images at a fixed rate.
 
 Publishes ``image`` (sensor_msgs/Image, bgr8) and ``camera_info`` with matching headers, so the
 perception graph can be seen working without hardware.
