@@ -39,6 +39,8 @@ setup(
     ],
     extras_require={
         'onnx': ['onnx', 'onnxruntime', 'onnxscript'],
+        'gpu': ['onnx', 'onnxruntime-gpu', 'onnxscript'],
+        'tensorrt': ['tensorrt'],
     },
     zip_safe=True,
     maintainer='sapiens_ros maintainers',

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 import math
-from typing import Mapping, Sequence
+import numbers
 
 import numpy as np
 import torch
@@ -17,10 +18,10 @@ from .heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
 from .heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
 from .heads.segmentation import seg_labels, SegResult
 from .letterbox import sample_map
-from .loading import load_model, parse_device, resolve_sources
+from .loading import parse_device
 from .metadata import keypoint_info
 from .registry import parse_tasks
-from .runners import Runner, TorchRunner
+from .runners import Runner
 from .timing import StageTimer
 
 #: Order the heads run in: seg first, since pose boxes and the pointmap mask come from it.
@@ -67,7 +68,8 @@ class FrameResult:
 
 
 class Pipeline:
-    """Runs a set of Sapiens2 heads on camera frames.
+    """
+    Runs a set of Sapiens2 heads on camera frames.
 
     Each frame is uploaded and normalised once (:class:`FrameBatch`) and shared by every head.
     Pre- and post-processing stay on the runners' device; only the final arrays reach the host.
@@ -89,24 +91,33 @@ class Pipeline:
         self.num_keypoints = len(info.names)
 
     @classmethod
-    def from_pretrained(cls, tasks: str | Sequence[str], *, size: str | None = None,
-                        model_dir: str | None = None, models: Mapping[str, str] | None = None,
-                        dtype: str = 'fp32', device: str = 'cpu',
-                        config: PipelineConfig | None = None) -> 'Pipeline':
-        """Load every task's checkpoint (``models`` > ``model_dir/<task>`` > hub) and build."""
+    def from_pretrained(cls, tasks: str | Sequence[str], *, backend: str = 'torch',
+                        size: str | None = None, model_dir: str | None = None,
+                        models: Mapping[str, str] | None = None, dtype: str | None = None,
+                        device: str = 'cpu', config: PipelineConfig | None = None,
+                        **runner_options) -> Pipeline:
+        """
+        Load every task's model on ``backend`` (torch, onnxruntime or tensorrt) and build.
+
+        Sources: ``models[task]`` > ``model_dir/<task>`` > the hub id of ``size``.
+        ``runner_options`` go to :func:`sapiens_ros.backends.factory.make_runner` (batch
+        profile, torch.compile, CUDA graphs, ORT providers, engine cache, ...).
+        """
+        from ..backends.factory import build_runners
+
         tasks = parse_tasks(tasks)
         config = config or PipelineConfig()
         if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
             raise SapiensError('box_source=seg needs the seg head: add seg to the tasks or use '
                                'box_source=full (or give boxes)')
-        sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
-        runners = {t: TorchRunner(t, load_model(t, s, dtype=dtype, device=device), s)
-                   for t, s in sources.items()}
+        runner_options.setdefault('input_size', config.input_size)
+        runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
+                                dtype=dtype, device=device, **runner_options)
         return cls(runners, config, device)
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        """The tasks this pipeline runs, in run order."""
+        """Return the tasks this pipeline runs, in run order."""
         return tuple(t for t in RUN_ORDER if t in self.runners)
 
     def _flip_permutation(self, info) -> np.ndarray:
@@ -123,7 +134,8 @@ class Pipeline:
                  boxes: Sequence[np.ndarray | None] | None = None,
                  fx: Sequence[float | None] | float | None = None,
                  tasks: Sequence[str] | None = None) -> list[FrameResult]:
-        """Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
+        """
+        Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
 
         ``boxes`` gives per-frame xyxy person boxes for pose (None: ``config.box_source``);
         ``fx`` gives per-frame calibrated focal lengths for a metric pointmap (None: the
@@ -133,7 +145,7 @@ class Pipeline:
             frames = [frames]
         n = len(frames)
         boxes = _per_frame(boxes, n, 'boxes')
-        fx = _per_frame(fx, n, 'fx')
+        fx = [_check_fx(v) for v in _per_frame(fx, n, 'fx')]
         run = self.tasks if tasks is None else tuple(t for t in self.tasks if t in tasks)
         if 'pose' in run and self.config.box_source == 'seg' and 'seg' not in run and \
                 any(b is None for b in boxes):
@@ -148,7 +160,8 @@ class Pipeline:
         if 'seg' in run:
             logits = self.runners['seg'](batch.pixel_values)['logits']
             timer.mark('seg.forward')
-            dev['labels'] = [seg_labels(logits[i], f.letterbox) for i, f in enumerate(batch.frames)]
+            dev['labels'] = [seg_labels(logits[i], f.letterbox)
+                             for i, f in enumerate(batch.frames)]
             if 'pose' in run:
                 dev['seg_boxes'] = [foreground_boxes(
                     logits[i], f.letterbox, min_area=cfg.min_person_area,
@@ -157,7 +170,8 @@ class Pipeline:
         if 'normal' in run:
             raw = self.runners['normal'](batch.pixel_values)['normals']
             timer.mark('normal.forward')
-            dev['normals'] = [unit_normals(raw[i], f.letterbox) for i, f in enumerate(batch.frames)]
+            dev['normals'] = [unit_normals(raw[i], f.letterbox)
+                              for i, f in enumerate(batch.frames)]
             timer.mark('normal.decode')
         if 'pointmap' in run:
             out = self.runners['pointmap'](batch.pixel_values)
@@ -189,8 +203,6 @@ class Pipeline:
         items = []
         for i, frame in enumerate(batch.frames):
             if fx[i] is not None:
-                if not (isinstance(fx[i], (int, float)) and math.isfinite(fx[i]) and fx[i] > 0):
-                    raise SapiensError(f'fx must be a positive focal length, got {fx[i]!r}')
                 scale, source = calibrated_scale(fx[i], frame.letterbox), 'calibrated'
             elif out.get('scales') is not None:
                 scale, source = out['scales'][i].float().reshape(()), 'predicted'
@@ -203,10 +215,10 @@ class Pipeline:
             if lab is not None and cfg.foreground_only:
                 keep &= lab != 0
             ys, xs = keep.nonzero(as_tuple=True)
-            items.append(dict(xyz=xyz, points=xyz[keep], colors=rgb[keep],
-                              labels=None if lab is None else lab[keep],
-                              pixels=torch.stack([xs, ys], -1) * stride,
-                              scale=scale, scale_source=source, stride=stride))
+            items.append({'xyz': xyz, 'points': xyz[keep], 'colors': rgb[keep],
+                          'labels': None if lab is None else lab[keep],
+                          'pixels': torch.stack([xs, ys], -1) * stride,
+                          'scale': scale, 'scale_source': source, 'stride': stride})
         return items
 
     def _pose(self, batch: FrameBatch, boxes: list, dev: dict, timer: StageTimer) -> None:
@@ -253,7 +265,7 @@ class Pipeline:
                       dev: dict) -> list[torch.Tensor]:
         """Bilinear pointmap samples at the keypoints; NaN where the pixel is background."""
         out = []
-        for i, (frame, chunk) in enumerate(zip(batch.frames, xy.split(counts))):
+        for i, (frame, chunk) in enumerate(zip(batch.frames, xy.split(counts), strict=True)):
             pm = dev['pointmap'][i]
             flat = chunk.reshape(-1, 2)
             height, width = frame.size
@@ -321,6 +333,15 @@ def _nearest(labels: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
     ok = (x >= 0) & (x < width) & (y >= 0) & (y < height)
     vals = labels[y.clamp(0, height - 1), x.clamp(0, width - 1)]
     return torch.where(ok, vals, torch.zeros_like(vals))
+
+
+def _check_fx(fx) -> float | None:
+    """Validate a calibrated focal length (pixels); checked before any model runs."""
+    if fx is None:
+        return None
+    if not isinstance(fx, numbers.Real) or not math.isfinite(fx) or fx <= 0:
+        raise SapiensError(f'fx must be a positive focal length in pixels, got {fx!r}')
+    return float(fx)
 
 
 def _per_frame(value, n: int, name: str) -> list:

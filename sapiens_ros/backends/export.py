@@ -1,0 +1,324 @@
+"""
+Export a Sapiens2 head to ONNX (torch dynamo exporter, opset 18) and check it against torch.
+
+The exported graph takes ``pixel_values`` float32 ``(batch, 3, H, W)`` with a dynamic batch and a
+static ``H x W``, and returns the head's raw outputs in float32 under the names of
+:data:`~sapiens_ros.core.runners.OUTPUT_NAMES` (pose: ``heatmaps``; seg: ``logits``; normal:
+``normals``; pointmap: ``pointmaps`` and ``scales``), so every backend plugs into the same
+pipeline.
+
+Workaround for the dynamo exporter: transformers models return a ``ModelOutput`` (a dict with
+optional ``None`` fields) that the ONNX graph cannot express, so :class:`ExportWrapper` returns a
+plain tuple of the present outputs. The wrapper also casts the float32 input to the model's dtype
+and the outputs back to float32, keeping the graph's I/O float32 whatever the weights' dtype.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+import json
+import logging
+from pathlib import Path
+import time
+
+import numpy as np
+import torch
+
+from .errors import BackendUnavailableError, ExportError, ParityError
+from .fingerprint import weights_hash
+from ..core.loading import check_input_size, parse_dtype
+from ..core.runners import OUTPUT_NAMES
+
+LOG = logging.getLogger(__name__)
+
+OPSET = 18
+INPUT_NAME = 'pixel_values'
+#: Models above this many bytes of weights are saved with ONNX external data (protobuf: 2 GiB).
+EXTERNAL_DATA_BYTES = 2 * 1024 ** 3 - 64 * 1024 ** 2
+#: Parity tolerance per exported dtype: pass when max|onnx - torch| <= atol + rtol * max|torch|.
+TOLERANCES = {torch.float32: (1e-4, 1e-3), torch.float16: (1e-3, 2e-2),
+              torch.bfloat16: (1e-2, 5e-2)}
+_DTYPE_NAMES = {torch.float32: 'fp32', torch.float16: 'fp16', torch.bfloat16: 'bf16'}
+#: Largest batch the ONNX graph declares; the TensorRT profile narrows it.
+MAX_ONNX_BATCH = 1024
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``fp32``/``fp16``/``bf16`` for a torch dtype."""
+    return _DTYPE_NAMES[dtype]
+
+
+def parse_batch(text: str | int | tuple[int, ...]) -> tuple[int, int, int]:
+    """Parse a batch profile ``min:opt:max`` (or one number) into ``(min, opt, max)``."""
+    if isinstance(text, int):
+        parts = [text]
+    elif isinstance(text, (tuple, list)):
+        parts = list(text)
+    else:
+        try:
+            parts = [int(p) for p in str(text).split(':')]
+        except ValueError:
+            parts = []
+    if len(parts) == 1:
+        parts = parts * 3
+    if len(parts) != 3 or not 1 <= parts[0] <= parts[1] <= parts[2]:
+        raise ExportError(f'invalid batch profile {text!r}: use min:opt:max with '
+                          f'1 <= min <= opt <= max, e.g. 1:1:8')
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def parse_input_size(text: str | tuple[int, int]) -> tuple[int, int]:
+    """Parse ``HxW`` (e.g. ``1024x768``) into ``(height, width)``."""
+    if isinstance(text, (tuple, list)) and len(text) == 2:
+        return int(text[0]), int(text[1])
+    try:
+        h, w = (int(v) for v in str(text).lower().split('x'))
+    except ValueError:
+        raise ExportError(f'invalid input size {text!r}: use HxW, e.g. 1024x768') from None
+    return h, w
+
+
+class ExportWrapper(torch.nn.Module):
+    """A Sapiens2 model as ``pixel_values (float32) -> tuple of float32 outputs``."""
+
+    def __init__(self, model: torch.nn.Module, output_names: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model = model
+        self.output_names = output_names
+        self.dtype = next(model.parameters()).dtype
+
+    def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Run the model and return its outputs in ``output_names`` order."""
+        out = self.model(pixel_values=pixel_values.to(self.dtype))
+        return tuple(out[name].float() for name in self.output_names)
+
+
+def present_outputs(task: str, model: torch.nn.Module, input_size: tuple[int, int]) -> tuple:
+    """Return the names in ``OUTPUT_NAMES[task]`` the model outputs (pointmap may lack scales)."""
+    first = next(model.parameters())
+    x = torch.zeros(1, 3, *input_size, dtype=first.dtype, device=first.device)
+    with torch.inference_mode():
+        out = model(pixel_values=x)
+    names = tuple(n for n in OUTPUT_NAMES[task] if out.get(n) is not None)
+    if not names:
+        raise ExportError(f'the {task} model returned none of {OUTPUT_NAMES[task]}')
+    return names
+
+
+@dataclass
+class ParityReport:
+    """How far the ONNX Runtime outputs are from torch, per output."""
+
+    batch: int
+    provider: str
+    max_abs: dict[str, float] = field(default_factory=dict)
+    max_rel: dict[str, float] = field(default_factory=dict)  # max_abs / max|torch|
+    tolerance: tuple[float, float] = (0.0, 0.0)  # atol, rtol
+
+    def summary(self) -> str:
+        """One line per output for logs."""
+        return '; '.join(f'{n}: max abs {self.max_abs[n]:.3g}, rel {self.max_rel[n]:.3g}'
+                         for n in self.max_abs)
+
+
+@dataclass
+class ExportResult:
+    """What :func:`export_onnx` wrote."""
+
+    path: Path
+    task: str
+    input_size: tuple[int, int]
+    batch: tuple[int, int, int]
+    output_names: tuple[str, ...]
+    requested_dtype: str
+    exported_dtype: str
+    weights_hash: str
+    external_data: bool
+    seconds: float
+    parity: ParityReport | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _export_dtype(requested: torch.dtype, device: torch.device, notes: list[str]) -> torch.dtype:
+    """Pick the export dtype: reduced precision needs CUDA for the export and its check."""
+    if requested == torch.float32 or device.type == 'cuda':
+        return requested
+    msg = (f'{dtype_name(requested)} export needs a CUDA device (ONNX Runtime on CPU lacks '
+           f'{dtype_name(requested)} kernels for the parity check): exporting fp32 on CPU '
+           f'instead. The precision is applied when the TensorRT engine is built '
+           f'(--engine --dtype {dtype_name(requested)}).')
+    LOG.warning(msg)
+    notes.append(msg)
+    return torch.float32
+
+
+@contextlib.contextmanager
+def _quiet_exporter_logs():
+    """Silence the exporter's per-pass INFO logs (hundreds of lines) unless DEBUG is on."""
+    loggers = [logging.getLogger(n) for n in ('onnxscript', 'onnx_ir')]
+    levels = [lg.level for lg in loggers]
+    if not LOG.isEnabledFor(logging.DEBUG):
+        for lg in loggers:
+            lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def _param_bytes(model: torch.nn.Module) -> int:
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
+                input_size: tuple[int, int] = (1024, 768),
+                batch: tuple[int, int, int] | str = (1, 1, 8), dtype: str = 'fp32',
+                check: bool = True, model_id: str = '', seed: int = 0,
+                extra_metadata: dict[str, str] | None = None) -> ExportResult:
+    """
+    Export ``model`` (a ``Sapiens2For*`` for ``task``) to ``out`` and check parity.
+
+    ``dtype`` reduced precision (bf16/fp16) is exported as such on CUDA; on CPU the graph stays
+    fp32 (logged, and recorded in ``ExportResult.notes``). The model is cast in place. Raises
+    :class:`ParityError` when ONNX Runtime differs from torch beyond :data:`TOLERANCES`.
+    """
+    started = time.perf_counter()
+    input_size = check_input_size(task, model.config, input_size)
+    batch = parse_batch(batch)
+    requested = parse_dtype(dtype)
+    first = next(model.parameters())
+    notes: list[str] = []
+    export_dtype = _export_dtype(requested, first.device, notes)
+    model = model.to(export_dtype).eval()
+    names = present_outputs(task, model, input_size)
+    wrapper = ExportWrapper(model, names).eval()
+    out = Path(out).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    external = _param_bytes(model) > EXTERNAL_DATA_BYTES
+    example = torch.randn(max(2, batch[1]), 3, *input_size, device=first.device)
+    dim = torch.export.Dim('batch', min=1, max=MAX_ONNX_BATCH)
+    for stale in (out, out.with_name(out.name + '.data')):
+        stale.unlink(missing_ok=True)
+    try:
+        with torch.no_grad(), _quiet_exporter_logs():
+            program = torch.onnx.export(
+                wrapper, (example,), dynamo=True, opset_version=OPSET,
+                input_names=[INPUT_NAME], output_names=list(names),
+                dynamic_shapes=({0: dim},), external_data=external, verbose=False)
+    except Exception as exc:  # noqa: B902 - the exporter raises many types; re-raise as one
+        raise ExportError(f'ONNX export of {task} failed: {type(exc).__name__}: {exc}') from exc
+    w_hash = weights_hash(model)
+    meta = {'task': task, 'input_size': f'{input_size[0]}x{input_size[1]}',
+            'batch': ':'.join(map(str, batch)), 'dtype': dtype_name(export_dtype),
+            'outputs': ','.join(names), 'weights_hash': w_hash, 'model_id': model_id or '',
+            'producer': 'sapiens_ros', **(extra_metadata or {})}
+    program.model.metadata_props.update({f'sapiens_ros.{k}': str(v) for k, v in meta.items()})
+    program.save(str(out), external_data=external)
+    result = ExportResult(out, task, input_size, batch, names, dtype_name(requested),
+                          dtype_name(export_dtype), w_hash, external,
+                          time.perf_counter() - started, notes=notes)
+    LOG.info('exported %s to %s (%s, batch %s, %.1f s)', task, out, meta['dtype'],
+             meta['batch'], result.seconds)
+    if check and export_dtype != torch.float32 and not _ort_has_cuda():
+        msg = (f'parity check skipped: ONNX Runtime has no CUDA provider to run the '
+               f'{dtype_name(export_dtype)} graph (pip install onnxruntime-gpu to check it)')
+        LOG.warning(msg)
+        notes.append(msg)
+        check = False
+    if check:
+        result.parity = check_parity(out, wrapper, input_size, batch, seed=seed + 1)
+        LOG.info('parity of %s vs torch (batch %d, %s): %s', out.name, result.parity.batch,
+                 result.parity.provider, result.parity.summary())
+    return result
+
+
+def onnx_metadata(path: str | Path) -> dict[str, str]:
+    """Read the ``sapiens_ros.*`` metadata of an exported graph (without its weights)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    prefix = 'sapiens_ros.'
+    return {p.key[len(prefix):]: p.value for p in model.metadata_props
+            if p.key.startswith(prefix)}
+
+
+def _ort_has_cuda() -> bool:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return False
+    return 'CUDAExecutionProvider' in ort.get_available_providers()
+
+
+def _ort_session(path: Path, device: torch.device):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise BackendUnavailableError(
+            'the parity check needs ONNX Runtime: pip install onnxruntime (or onnxruntime-gpu), '
+            'or skip it with check=False') from None
+    providers = ['CPUExecutionProvider']
+    if device.type == 'cuda' and 'CUDAExecutionProvider' in ort.get_available_providers():
+        providers.insert(0, 'CUDAExecutionProvider')
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=providers)
+
+
+def check_parity(path: str | Path, wrapper: ExportWrapper, input_size: tuple[int, int],
+                 batch: tuple[int, int, int], *, seed: int = 1,
+                 tolerance: tuple[float, float] | None = None) -> ParityReport:
+    """Compare ONNX Runtime with torch on a fresh random batch; raise :class:`ParityError`."""
+    path = Path(path)
+    device = next(wrapper.parameters()).device
+    atol, rtol = tolerance or TOLERANCES[wrapper.dtype]
+    n = min(max(batch[0], 3), batch[2])  # a batch other than the export example where allowed
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 3, *input_size, generator=gen)
+    try:
+        session = _ort_session(path, device)
+        got = session.run(list(wrapper.output_names), {INPUT_NAME: x.numpy()})
+    except BackendUnavailableError:
+        raise
+    except Exception as exc:  # noqa: B902 - ORT raises its own exception types
+        raise ExportError(
+            f'ONNX Runtime cannot run {path.name} for the parity check ({exc}). For bf16/fp16 '
+            f'graphs install onnxruntime-gpu, or export fp32') from exc
+    with torch.inference_mode():
+        ref = wrapper(x.to(device))
+    report = ParityReport(n, session.get_providers()[0], tolerance=(atol, rtol))
+    failed = []
+    for name, a, b in zip(wrapper.output_names, got, ref, strict=True):
+        b = b.float().cpu().numpy()
+        if a.shape != b.shape:
+            raise ParityError(f'{path.name}: output {name!r} has shape {a.shape}, torch gives '
+                              f'{b.shape}')
+        err = float(np.max(np.abs(a.astype(np.float32) - b))) if a.size else 0.0
+        scale = float(np.max(np.abs(b))) if b.size else 0.0
+        report.max_abs[name] = err
+        report.max_rel[name] = err / scale if scale > 0 else err
+        if not np.isfinite(err) or err > atol + rtol * scale:
+            failed.append(f'{name}: max abs error {err:.3g}, max rel error '
+                          f'{report.max_rel[name]:.3g} (|torch| up to {scale:.3g}) exceeds the '
+                          f'tolerance atol {atol:g} + rtol {rtol:g} * max|torch|')
+    if failed:
+        raise ParityError(f'ONNX parity check failed for {path.name} (batch {n}, '
+                          f'{report.provider}): ' + '; '.join(failed))
+    return report
+
+
+def write_report(result: ExportResult, path: str | Path) -> None:
+    """Write an export summary JSON next to the graph (used by the CLI)."""
+    data = {'path': str(result.path), 'task': result.task,
+            'input_size': list(result.input_size), 'batch': list(result.batch),
+            'outputs': list(result.output_names), 'requested_dtype': result.requested_dtype,
+            'exported_dtype': result.exported_dtype, 'weights_hash': result.weights_hash,
+            'external_data': result.external_data, 'seconds': round(result.seconds, 2),
+            'notes': result.notes}
+    if result.parity is not None:
+        p = result.parity
+        data['parity'] = {'batch': p.batch, 'provider': p.provider, 'max_abs': p.max_abs,
+                          'max_rel': p.max_rel, 'tolerance': list(p.tolerance)}
+    Path(path).write_text(json.dumps(data, indent=2) + '\n')

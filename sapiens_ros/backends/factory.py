@@ -1,0 +1,177 @@
+"""
+Choose a backend by name: build one runner per task, or a whole pipeline.
+
+``backend`` is ``torch`` (eager, optional ``torch.compile`` and CUDA graphs), ``onnxruntime``
+(CPU/CUDA/TensorRT execution providers, whichever are installed) or ``tensorrt`` (native
+engines). A task's source is a checkpoint (hub id or directory), an exported ``.onnx`` file, or
+(tensorrt) a built ``.engine``. From a checkpoint, the ONNX graph and the TensorRT engine are
+created on first use in the user cache dir (:func:`~.engine_cache.default_cache_dir`) and reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+import logging
+from pathlib import Path
+
+import torch
+
+from . import BACKENDS
+from .engine_cache import EngineCache, EngineKey, export_command
+from .errors import EngineNotBuiltError
+from .export import dtype_name, export_onnx, onnx_metadata, parse_batch
+from .fingerprint import file_hash, weights_hash
+from ..core.errors import UnknownTaskError
+from ..core.loading import load_model, parse_device, resolve_sources
+from ..core.registry import DEFAULT_SIZE, parse_tasks
+
+LOG = logging.getLogger(__name__)
+
+ONNX_SUFFIXES = ('.onnx',)
+ENGINE_SUFFIXES = ('.engine', '.plan', '.trt')
+
+
+def check_backend(backend: str) -> str:
+    """Normalise a backend name (``ort``/``trt`` accepted) or raise naming the valid ones."""
+    name = {'ort': 'onnxruntime', 'trt': 'tensorrt', 'pytorch': 'torch'}.get(
+        backend.strip().lower(), backend.strip().lower())
+    if name not in BACKENDS:
+        raise UnknownTaskError(f'unknown backend {backend!r}; use one of {", ".join(BACKENDS)}')
+    return name
+
+
+def cached_onnx(task: str, model: torch.nn.Module, *, input_size: tuple[int, int],
+                batch: tuple[int, int, int], dtype: str = 'fp32',
+                cache_dir: str | Path | None = None, model_id: str = '',
+                w_hash: str | None = None) -> Path:
+    """Return ``model``'s graph in the cache dir, exporting it (with parity check) if needed."""
+    cache = EngineCache(cache_dir)
+    w_hash = w_hash or weights_hash(model)
+    h, w = input_size
+    path = cache.root / 'onnx' / f'{task}-{h}x{w}-{dtype}-{w_hash}.onnx'
+    if path.is_file():
+        meta = onnx_metadata(path)
+        want = {'task': task, 'input_size': f'{h}x{w}', 'source_hash': w_hash}
+        if all(meta.get(k) == v for k, v in want.items()):
+            LOG.info('using cached ONNX graph %s', path)
+            return path
+        LOG.warning('cached ONNX graph %s does not match (%s); re-exporting', path, meta)
+    result = export_onnx(model, task, path, input_size=input_size, batch=batch, dtype=dtype,
+                         model_id=model_id, extra_metadata={'source_hash': w_hash})
+    return result.path
+
+
+def _onnx_hash(onnx_path: Path) -> str:
+    meta = onnx_metadata(onnx_path)
+    return meta.get('source_hash') or meta.get('weights_hash') or file_hash(onnx_path)[:16]
+
+
+def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
+                model: torch.nn.Module | None = None, size: str = DEFAULT_SIZE,
+                dtype: str | None = None, device: str | torch.device = 'cpu',
+                input_size: tuple[int, int] = (1024, 768),
+                batch: tuple[int, int, int] | str = (1, 1, 8),
+                compile: bool | str = False,  # noqa: A002 - torch.compile on/off or mode
+                cuda_graphs: bool = False, providers: Sequence[str] | None = None,
+                cache_dir: str | Path | None = None, allow_build: bool = True,
+                progress: bool = True):
+    """
+    Build the runner of ``task`` on ``backend``.
+
+    ``source``: hub id, checkpoint dir, ``.onnx`` file or (tensorrt) engine file; ``model``: an
+    already loaded model instead. ``dtype``: torch weights dtype (default fp32), or the TensorRT
+    engine precision (default bf16 on compute capability >= 8.0, else fp16). ``batch``: the engine
+    profile ``min:opt:max``. ``allow_build=False`` makes a missing engine an error that prints
+    the export command instead of a minutes-long build.
+    """
+    backend = check_backend(backend)
+    dev = parse_device(device)
+    batch = parse_batch(batch)
+    path = Path(source).expanduser() if source else None
+    if backend == 'torch':
+        from .torch_runner import AcceleratedTorchRunner
+
+        if model is None:
+            model = load_model(task, source, size=size, dtype=dtype or 'fp32', device=dev)
+        else:
+            model = model.to(dev)
+        return AcceleratedTorchRunner(task, model, source or '', compile=compile,
+                                      cuda_graphs=cuda_graphs)
+    if backend == 'onnxruntime':
+        from .onnxruntime_runner import OnnxRuntimeRunner
+
+        if path is None or path.suffix not in ONNX_SUFFIXES:
+            model = model if model is not None else load_model(task, source, size=size)
+            path = cached_onnx(task, model.float().cpu(), input_size=input_size, batch=batch,
+                               cache_dir=cache_dir, model_id=source or '')
+        return OnnxRuntimeRunner(task, path, device=dev, providers=providers,
+                                 model_id=source or str(path), cache_dir=cache_dir)
+    return _tensorrt_runner(task, source, path, model, size=size, dtype=dtype, device=dev,
+                            input_size=input_size, batch=batch, cuda_graphs=cuda_graphs,
+                            cache_dir=cache_dir, allow_build=allow_build, progress=progress)
+
+
+def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_size, batch,
+                     cuda_graphs, cache_dir, allow_build, progress):
+    from .tensorrt_engine import (default_precision, get_engine, gpu_identity, import_tensorrt,
+                                  parse_version, require_cuda, STRONG_TYPING_VERSION)
+    from .tensorrt_runner import TensorRTRunner
+
+    trt = import_tensorrt()
+    require_cuda()
+    if device.type != 'cuda':
+        device = torch.device('cuda')
+    graph_batch = batch[1] if cuda_graphs else None
+    if path is not None and path.suffix in ENGINE_SUFFIXES:
+        return TensorRTRunner(task, path, device=device, model_id=source,
+                              cuda_graph_batch=graph_batch)
+    gpu, cc = gpu_identity(device.index or 0)
+    precision = dtype_name(_dtype(dtype)) if dtype else default_precision(cc)
+    cache = EngineCache(cache_dir)
+    if path is not None and path.suffix in ONNX_SUFFIXES:
+        onnx_path, w_hash = path, _onnx_hash(path)
+        input_size = tuple(int(v) for v in onnx_metadata(path).get(
+            'input_size', f'{input_size[0]}x{input_size[1]}').split('x'))
+    else:
+        if model is None:
+            model = load_model(task, source, size=size)
+        w_hash = weights_hash(model.float())
+        onnx_path = None
+    key = EngineKey(w_hash, task, input_size, batch, precision, trt.__version__, gpu, cc)
+    found = cache.lookup(key)
+    if found.hit:  # no export needed
+        LOG.info('using %s', found.reason)
+        return TensorRTRunner(task, found.path, device=device, model_id=source or '',
+                              cuda_graph_batch=graph_batch)
+    if onnx_path is None:
+        if not allow_build:
+            raise EngineNotBuiltError(
+                f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
+                f'is disabled. Build it with:\n  '
+                + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
+        strong = parse_version(trt.__version__)[:2] >= STRONG_TYPING_VERSION
+        graph_dtype = precision if strong and precision != 'fp32' else 'fp32'
+        target = device if graph_dtype != 'fp32' else torch.device('cpu')
+        onnx_path = cached_onnx(task, model.to(target), input_size=input_size, batch=batch,
+                                dtype=graph_dtype, cache_dir=cache_dir, model_id=source or '',
+                                w_hash=w_hash)
+    engine = get_engine(onnx_path, key, cache=cache, allow_build=allow_build,
+                        source=source or '<model>', progress=progress)
+    return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
+                          cuda_graph_batch=graph_batch)
+
+
+def _dtype(dtype):
+    from ..core.loading import parse_dtype
+
+    return parse_dtype(dtype)
+
+
+def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
+                  size: str | None = None, model_dir: str | None = None,
+                  models: Mapping[str, str] | None = None, **kwargs) -> dict:
+    """One runner per task (sources: ``models[task]`` > ``model_dir/<task>`` > hub id)."""
+    tasks = parse_tasks(tasks)
+    sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
+    return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE, **kwargs)
+            for t, s in sources.items()}

@@ -1,0 +1,122 @@
+"""
+TensorRT runner: a serialized engine behind the pipeline's Runner contract.
+
+Inputs and outputs are torch CUDA tensors whose ``data_ptr`` is given to ``execute_async_v3``
+on torch's current CUDA stream, so the engine runs in order with pre/post-processing, with no
+host round trip and no extra copy. Batches beyond the profile's maximum are run in chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from .cuda_graphs import CudaGraphCache
+from .errors import EngineError
+from .tensorrt_engine import import_tensorrt, require_cuda, trt_logger
+from ..core.errors import InputSizeError
+from ..core.runners import OUTPUT_NAMES
+
+LOG = logging.getLogger(__name__)
+
+
+def _torch_dtype(trt, dtype) -> torch.dtype:
+    table = {trt.float32: torch.float32, trt.float16: torch.float16, trt.int32: torch.int32,
+             trt.int8: torch.int8, trt.bool: torch.bool}
+    for name, tdt in (('bfloat16', torch.bfloat16), ('int64', torch.int64)):
+        if hasattr(trt, name):
+            table[getattr(trt, name)] = tdt
+    try:
+        return table[dtype]
+    except KeyError:
+        raise EngineError(f'unsupported engine tensor dtype {dtype}') from None
+
+
+class TensorRTRunner:
+    """Runs one task's TensorRT engine on torch CUDA tensors."""
+
+    name = 'tensorrt'
+
+    def __init__(self, task: str, engine_path: str | Path, *,
+                 device: str | torch.device = 'cuda', model_id: str = '',
+                 cuda_graph_batch: int | None = None) -> None:
+        trt = import_tensorrt()
+        require_cuda()
+        self._trt = trt
+        self.task = task
+        self.path = Path(engine_path)
+        self.device = torch.device(device)
+        if self.device.type != 'cuda':
+            raise EngineError(f'backend tensorrt runs on CUDA devices, not {self.device}')
+        self.model_id = model_id or str(self.path)
+        self.dtype = torch.float32
+        with torch.cuda.device(self.device):
+            self.runtime = trt.Runtime(trt_logger(trt))
+            self.engine = self.runtime.deserialize_cuda_engine(self.path.read_bytes())
+            if self.engine is None:
+                raise EngineError(f'TensorRT could not load {self.path} (built by another '
+                                  f'TensorRT version or GPU, or corrupt); delete it to rebuild')
+            self.context = self.engine.create_execution_context()
+        names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
+        inputs = [n for n in names
+                  if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        if len(inputs) != 1:
+            raise EngineError(f'{self.path.name}: expected one input, found {inputs}')
+        self.input_name = inputs[0]
+        self.output_names = tuple(n for n in OUTPUT_NAMES[task] if n in names)
+        if not self.output_names:
+            raise EngineError(f'{self.path.name} has tensors {names}, none of '
+                              f'{OUTPUT_NAMES[task]} (task {task!r})')
+        self._in_dtype = _torch_dtype(trt, self.engine.get_tensor_dtype(self.input_name))
+        self._out_dtypes = {n: _torch_dtype(trt, self.engine.get_tensor_dtype(n))
+                            for n in self.output_names}
+        shape = tuple(self.engine.get_tensor_shape(self.input_name))
+        self.input_size = (int(shape[2]), int(shape[3]))
+        lo, _, hi = self.engine.get_tensor_profile_shape(self.input_name, 0)
+        self.batch_range = (int(lo[0]), int(hi[0]))
+        self._graphs = (CudaGraphCache(self._execute, batches=(cuda_graph_batch,))
+                        if cuda_graph_batch else None)
+        LOG.info('tensorrt %s: %s (input %dx%d, batch %d-%d)', task, self.path.name,
+                 *self.input_size, *self.batch_range)
+
+    def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
+        """Raise :class:`InputSizeError` unless ``input_size`` is the engine's H x W."""
+        size = (int(input_size[0]), int(input_size[1]))
+        if size != self.input_size:
+            h, w = self.input_size
+            raise InputSizeError(
+                f'TensorRT engine {self.path.name} was built for input {h}x{w}, not '
+                f'{size[0]}x{size[1]}: set input_size to {h}x{w}, or rebuild with '
+                f'`sapiens-ros export --task {self.task} --input-size {size[0]}x{size[1]} '
+                f'--engine`')
+        return size
+
+    def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Run ``(B, 3, H, W)`` float32 CUDA input; returns float32 outputs by name."""
+        x = pixel_values.to(self.device, self._in_dtype).contiguous()
+        lo, hi = self.batch_range
+        if x.shape[0] < lo:
+            raise EngineError(f'batch {x.shape[0]} is below the engine profile minimum {lo}')
+        if x.shape[0] > hi:
+            parts = [self(chunk) for chunk in x.split(hi)]
+            return {n: torch.cat([p[n] for p in parts]) for n in self.output_names}
+        if self._graphs is not None:
+            return self._graphs(x)
+        return self._execute(x)
+
+    def _execute(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        ctx = self.context
+        ctx.set_input_shape(self.input_name, tuple(x.shape))
+        ctx.set_tensor_address(self.input_name, x.data_ptr())
+        outs = {}
+        for name in self.output_names:
+            out = torch.empty(tuple(ctx.get_tensor_shape(name)), dtype=self._out_dtypes[name],
+                              device=self.device)
+            ctx.set_tensor_address(name, out.data_ptr())
+            outs[name] = out
+        stream = torch.cuda.current_stream(self.device)
+        if not ctx.execute_async_v3(stream.cuda_stream):
+            raise EngineError(f'TensorRT execution failed for {self.task}')
+        return {n: t if t.dtype == torch.float32 else t.float() for n, t in outs.items()}

@@ -1,0 +1,58 @@
+"""
+The torch backend's accelerated modes: ``torch.compile`` and CUDA-graph replay.
+
+Both wrap :class:`sapiens_ros.core.runners.TorchRunner` without changing it: ``torch.compile``
+returns a module that forwards ``config`` and parameters to the original, and CUDA graphs wrap
+the runner's call for a fixed batch.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from .cuda_graphs import CudaGraphCache
+from ..core.runners import TorchRunner
+
+LOG = logging.getLogger(__name__)
+
+
+class AcceleratedTorchRunner(TorchRunner):
+    """
+    A :class:`TorchRunner` with optional ``torch.compile`` and CUDA graphs (GPU only).
+
+    ``compile``: False, True (default mode) or a ``torch.compile`` mode name. With
+    ``cuda_graphs`` and compile, the ``reduce-overhead`` mode (Inductor's own CUDA graphs) is
+    used; with ``cuda_graphs`` alone, the eager forward is captured per batch in
+    ``graph_batches`` (None: the first few batch sizes seen). Outputs of a replayed graph are
+    static buffers, valid until the next call (the pipeline decodes them before that).
+    """
+
+    def __init__(self, task: str, model: torch.nn.Module, model_id: str = '', *,
+                 compile: bool | str = False, cuda_graphs: bool = False,  # noqa: A002
+                 graph_batches: tuple[int, ...] | None = None) -> None:
+        model_id = model_id or getattr(model.config, '_name_or_path', '') or 'unnamed'
+        on_gpu = next(model.parameters()).device.type == 'cuda'
+        if compile:
+            mode = compile if isinstance(compile, str) else None
+            if cuda_graphs and on_gpu and mode is None:
+                mode = 'reduce-overhead'
+            model = torch.compile(model.eval(), mode=mode, dynamic=False)
+            LOG.info('torch.compile(%s, mode=%s)', task, mode or 'default')
+        super().__init__(task, model, model_id)
+        self.name = 'torch.compile' if compile else 'torch'
+        self._graphs = None
+        if cuda_graphs and not compile:
+            if on_gpu:
+                self._graphs = CudaGraphCache(super().__call__, batches=graph_batches)
+                self.name = 'torch+cudagraphs'
+            else:
+                LOG.warning('cuda_graphs needs a CUDA device; running %s eagerly', task)
+
+    def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Forward pass, replaying a captured CUDA graph when one applies."""
+        if self._graphs is not None:
+            with torch.inference_mode():
+                return self._graphs(pixel_values.to(self.dtype))
+        return super().__call__(pixel_values)

@@ -1,0 +1,116 @@
+"""``sapiens-ros export``: ONNX export with a parity check, optionally a TensorRT engine."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the ``export`` subcommand."""
+    p = sub.add_parser(
+        'export', help='export a head to ONNX (and optionally a TensorRT engine)',
+        description='Export one Sapiens2 head to ONNX with the torch dynamo exporter (opset 18, '
+                    'dynamic batch), check it against torch with ONNX Runtime, and optionally '
+                    'build a cached TensorRT engine.')
+    p.add_argument('--task', required=True, help='pose, seg, normal, pointmap, ...')
+    src = p.add_mutually_exclusive_group()
+    src.add_argument('--size', default=None, help='hub model size (default 0.4b)')
+    src.add_argument('--model-dir', default=None, help='directory with DIR/<task>/ checkpoints')
+    src.add_argument('--model', default=None, help='checkpoint directory or hub id of the task')
+    src.add_argument('--random-weights', action='store_true',
+                     help='random weights in the real layout of --layout (graph check only)')
+    p.add_argument('--layout', default='0.4b',
+                   help="with --random-weights: model size of the layout, or 'tiny'")
+    p.add_argument('--input-size', default='1024x768', help='model input HxW (static)')
+    p.add_argument('--batch', default='1:1:8', help='batch profile min:opt:max')
+    p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
+                   help='graph dtype (bf16/fp16 need --device cuda; fp32 otherwise) and engine '
+                        'precision (default for --engine: bf16 on compute capability >= 8.0, '
+                        'else fp16)')
+    p.add_argument('--device', default='cpu', help='export device: cpu or cuda[:N]')
+    p.add_argument('--out', required=True, help='output .onnx file, or a directory')
+    p.add_argument('--no-check', action='store_true', help='skip the ONNX Runtime parity check')
+    p.add_argument('--engine', action='store_true', help='also build the TensorRT engine')
+    p.add_argument('--engine-out', default=None,
+                   help='engine file (default: the engine cache, where the node looks)')
+    p.add_argument('--cache-dir', default=None,
+                   help='engine cache dir (default $SAPIENS_ROS_CACHE or ~/.cache/sapiens_ros)')
+    p.set_defaults(run=run)
+
+
+def _model(args):
+    from .core.configs import random_model
+    from .core.loading import load_model, resolve_sources
+
+    if args.random_weights:
+        tiny = args.layout.lower() == 'tiny'
+        model = random_model(args.task, '0.4b' if tiny else args.layout.lower(), tiny=tiny,
+                             input_size=args.input_size)
+        return model, f'random-{args.layout.lower()}'
+    if args.model:
+        source = args.model
+    else:
+        source = resolve_sources((args.task,), size=args.size, model_dir=args.model_dir)[args.task]
+    return load_model(args.task, source, dtype='fp32', device='cpu'), source
+
+
+def run(args: argparse.Namespace) -> int:
+    """Export (and check, and optionally build an engine); return the exit code."""
+    import torch
+
+    from .backends.export import export_onnx, parse_batch, parse_input_size, write_report
+    from .backends.fingerprint import weights_hash
+    from .core.loading import parse_device
+    from .core.registry import task_spec
+
+    task_spec(args.task)
+    args.input_size = parse_input_size(args.input_size)
+    batch = parse_batch(args.batch)
+    device = parse_device(args.device)
+    model, source = _model(args)
+    w_hash = weights_hash(model)  # fp32 checkpoint hash: the engine cache key
+    out = Path(args.out).expanduser()
+    dtype = args.dtype or 'fp32'
+    if out.suffix != '.onnx':
+        h, w = args.input_size
+        out = out / f'{args.task}-{h}x{w}-{dtype}.onnx'
+    result = export_onnx(model.to(device), args.task, out, input_size=args.input_size,
+                         batch=batch, dtype=dtype, check=not args.no_check, model_id=source,
+                         extra_metadata={'source_hash': w_hash})
+    write_report(result, out.with_suffix('.json'))
+    print(f'wrote {result.path} ({result.exported_dtype}, input {args.input_size[0]}x'
+          f'{args.input_size[1]}, batch {":".join(map(str, batch))}, outputs '
+          f'{", ".join(result.output_names)}, {result.seconds:.1f} s)')
+    for note in result.notes:
+        print(f'note: {note}')
+    if result.parity is not None:
+        print(f'parity vs torch ({result.parity.provider}, batch {result.parity.batch}): '
+              f'{result.parity.summary()}')
+    if args.engine:
+        return _engine(args, result, w_hash, batch, source, torch)
+    print(f'run it with: sapiens-ros infer --backend onnxruntime --model {args.task}={out} '
+          f'--input-size {args.input_size[0]}x{args.input_size[1]}')
+    return 0
+
+
+def _engine(args, result, w_hash, batch, source, torch) -> int:
+    from .backends.engine_cache import EngineCache, EngineKey
+    from .backends.tensorrt_engine import (default_precision, get_engine, gpu_identity,
+                                           import_tensorrt, require_cuda)
+
+    trt = import_tensorrt()
+    require_cuda()
+    index = torch.device(args.device).index or 0 if args.device.startswith('cuda') else 0
+    gpu, cc = gpu_identity(index)
+    precision = args.dtype or default_precision(cc)
+    key = EngineKey(w_hash, args.task, args.input_size, batch, precision, trt.__version__, gpu,
+                    cc)
+    path = get_engine(result.path, key, cache=EngineCache(args.cache_dir),
+                      engine_path=args.engine_out, source=source,
+                      progress=sys.stderr.isatty())
+    print(f'TensorRT engine: {path} ({precision}, TensorRT {trt.__version__}, {gpu} sm'
+          f'{cc[0]}{cc[1]})')
+    print(f'run it with: sapiens-ros infer --backend tensorrt --model {args.task}={path}')
+    return 0

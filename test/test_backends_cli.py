@@ -1,0 +1,45 @@
+"""The ``sapiens-ros export`` subcommand (wired by the lead's cli.py; tested standalone here)."""
+
+import argparse
+import json
+
+import onnxruntime as ort
+import pytest
+from sapiens_ros import cli_export
+from sapiens_ros.backends.errors import BackendUnavailableError
+from sapiens_ros.core.configs import random_model
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    cli_export.add_parser(parser.add_subparsers(dest='command', required=True))
+    return parser.parse_args(argv)
+
+
+def test_export_tiny_pose(tmp_path, capsys):
+    args = parse(['export', '--task', 'pose', '--random-weights', '--layout', 'tiny',
+                  '--input-size', '256x192', '--batch', '1:1:2', '--dtype', 'fp16',
+                  '--out', str(tmp_path)])
+    assert args.run(args) == 0
+    onnx = tmp_path / 'pose-256x192-fp16.onnx'
+    report = json.loads(onnx.with_suffix('.json').read_text())
+    assert report['exported_dtype'] == 'fp32' and report['requested_dtype'] == 'fp16'
+    assert report['parity']['max_rel']['heatmaps'] < 1e-3
+    session = ort.InferenceSession(str(onnx), providers=['CPUExecutionProvider'])
+    assert [o.name for o in session.get_outputs()] == ['heatmaps']
+    assert session.get_inputs()[0].shape == ['batch', 3, 256, 192]
+    out = capsys.readouterr().out
+    assert 'parity vs torch' in out and 'sapiens-ros infer --backend onnxruntime' in out
+
+
+def test_export_engine_without_tensorrt(tmp_path, monkeypatch):
+    """The ONNX is written, then --engine fails naming the install command."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, 'tensorrt', None)  # as on this machine: not installed
+    random_model('seg', input_size=(256, 192)).save_pretrained(tmp_path / 'seg')
+    args = parse(['export', '--task', 'seg', '--model', str(tmp_path / 'seg'), '--input-size',
+                  '256x192', '--no-check', '--engine', '--out', str(tmp_path / 'seg.onnx')])
+    with pytest.raises(BackendUnavailableError, match='pip install tensorrt'):
+        args.run(args)
+    assert (tmp_path / 'seg.onnx').is_file()

@@ -1,0 +1,224 @@
+"""
+ONNX export with ONNX Runtime parity for every head, and the ONNX Runtime backend end to end.
+
+Real exports (torch dynamo exporter) of tiny random Sapiens2 checkpoints written with
+save_pretrained and loaded through the real loader, run by real ONNX Runtime sessions. The
+(256, 192) graphs are exported once per module into the cache the ORT pipeline test reuses.
+"""
+
+import logging
+
+import numpy as np
+import pytest
+from sapiens_ros.backends.errors import BackendUnavailableError, ExportError, ParityError
+from sapiens_ros.backends.export import (check_parity, export_onnx, ExportWrapper, onnx_metadata,
+                                         parse_batch, parse_input_size)
+from sapiens_ros.backends.factory import cached_onnx, make_runner
+from sapiens_ros.backends.onnxruntime_runner import choose_providers, OnnxRuntimeRunner
+from sapiens_ros.backends.tensorrt_engine import fp32_node_names
+from sapiens_ros.core.configs import random_model
+from sapiens_ros.core.errors import InputSizeError
+from sapiens_ros.core.loading import load_model
+from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+from sapiens_ros.core.runners import OUTPUT_NAMES, TorchRunner
+import skimage.data
+import torch
+
+TASKS = ('pose', 'seg', 'normal', 'pointmap')
+SIZE = (256, 192)
+SECOND = (320, 240)
+BATCH = (1, 2, 4)
+
+
+@pytest.fixture(scope='module')
+def checkpoints(tmp_path_factory):
+    """Tiny random checkpoints, one per head, saved with save_pretrained."""
+    root = tmp_path_factory.mktemp('ckpt')
+    for i, task in enumerate(TASKS):
+        random_model(task, input_size=SIZE, seed=10 + i).save_pretrained(root / task)
+    return root
+
+
+@pytest.fixture(scope='module')
+def cache_dir(tmp_path_factory):
+    """Engine/ONNX cache shared by the module."""
+    return tmp_path_factory.mktemp('cache')
+
+
+@pytest.fixture(scope='module')
+def exported(checkpoints, cache_dir):
+    """Each head exported at 256x192 (parity-checked on export) into the shared cache."""
+    paths = {}
+    for task in TASKS:
+        model = load_model(task, str(checkpoints / task))
+        paths[task] = cached_onnx(task, model, input_size=SIZE, batch=BATCH, cache_dir=cache_dir,
+                                  model_id=str(checkpoints / task))
+    return paths
+
+
+@pytest.fixture(scope='module')
+def torch_models(checkpoints):
+    """Load the same checkpoints as eager torch models."""
+    return {t: load_model(t, str(checkpoints / t)) for t in TASKS}
+
+
+@pytest.mark.parametrize('task', TASKS)
+@pytest.mark.parametrize('batch', [1, 3])
+def test_ort_matches_torch(task, batch, exported, torch_models):
+    runner = OnnxRuntimeRunner(task, exported[task])
+    ref = TorchRunner(task, torch_models[task])
+    x = torch.randn(batch, 3, *SIZE, generator=torch.Generator().manual_seed(batch))
+    got, want = runner(x), ref(x)
+    assert tuple(got) == tuple(want) == OUTPUT_NAMES[task]
+    for name in want:
+        assert got[name].shape == want[name].shape
+        assert got[name].dtype == torch.float32
+        scale = want[name].abs().max().item()
+        assert (got[name] - want[name]).abs().max().item() <= 1e-4 + 1e-3 * scale
+
+
+@pytest.mark.parametrize('batch', [1, 3])
+def test_io_binding_writes_into_torch_tensors(batch, exported):
+    """The IOBinding path (the default on CUDA) exercised on CPU: same outputs as plain run."""
+    bound = OnnxRuntimeRunner('pointmap', exported['pointmap'], io_binding=True)
+    plain = OnnxRuntimeRunner('pointmap', exported['pointmap'])
+    assert bound.io_binding and not plain.io_binding
+    x = torch.randn(batch, 3, *SIZE)
+    got, want = bound(x), plain(x)
+    for name in ('pointmaps', 'scales'):
+        assert got[name].shape == want[name].shape and got[name].shape[0] == batch
+        torch.testing.assert_close(got[name], want[name], atol=0, rtol=0)
+
+
+def test_export_metadata_and_outputs(exported, checkpoints):
+    meta = onnx_metadata(exported['pointmap'])
+    assert meta['task'] == 'pointmap'
+    assert meta['input_size'] == '256x192'
+    assert meta['outputs'] == 'pointmaps,scales'
+    assert meta['dtype'] == 'fp32'
+    runner = OnnxRuntimeRunner('pointmap', exported['pointmap'])
+    assert runner.output_names == ('pointmaps', 'scales')
+    assert runner.input_size == SIZE
+    assert runner.providers == ['CPUExecutionProvider']
+
+
+@pytest.mark.parametrize('task', ['pose', 'seg', 'normal'])
+def test_second_input_size(task, checkpoints, tmp_path, monkeypatch, caplog):
+    """Heads without a fixed-size MLP export at another size; options vary per head."""
+    model = load_model(task, str(checkpoints / task))
+    kwargs = {}
+    if task == 'pose':  # bf16 on a CPU-only machine: exported in fp32, and it says so
+        kwargs['dtype'] = 'bf16'
+    if task == 'normal':  # the > 2 GB path: weights in ONNX external data
+        monkeypatch.setattr('sapiens_ros.backends.export.EXTERNAL_DATA_BYTES', 0)
+    with caplog.at_level(logging.WARNING):
+        result = export_onnx(model, task, tmp_path / f'{task}.onnx', input_size=SECOND,
+                             batch='1:1:3', **kwargs)
+    assert result.parity is not None and result.parity.batch == 3
+    assert all(v < 1e-3 for v in result.parity.max_rel.values())
+    runner = OnnxRuntimeRunner(task, result.path)
+    assert runner.check_input_size(SECOND) == SECOND
+    with pytest.raises(InputSizeError, match='320x240'):
+        runner.check_input_size(SIZE)
+    out = runner(torch.randn(1, 3, *SECOND))
+    assert set(out) == set(OUTPUT_NAMES[task])
+    if task == 'pose':
+        assert result.requested_dtype == 'bf16' and result.exported_dtype == 'fp32'
+        assert result.notes and 'exporting fp32 on CPU' in caplog.text
+    if task == 'normal':
+        assert result.external_data
+        assert (tmp_path / 'normal.onnx.data').is_file()
+    else:
+        assert not result.external_data
+        assert not (tmp_path / f'{task}.onnx.data').exists()
+
+
+def test_pointmap_second_size_is_refused(checkpoints, tmp_path):
+    model = load_model('pointmap', str(checkpoints / 'pointmap'))
+    with pytest.raises(InputSizeError, match='scale head cannot take 320x240'):
+        export_onnx(model, 'pointmap', tmp_path / 'pm.onnx', input_size=SECOND)
+    assert not (tmp_path / 'pm.onnx').exists()
+
+
+def test_parity_failure_is_loud(exported, checkpoints):
+    """A graph checked against other weights fails, naming the errors and the tolerance."""
+    other = random_model('seg', input_size=SIZE, seed=99)
+    wrapper = ExportWrapper(other, ('logits',)).eval()
+    with pytest.raises(ParityError, match=r'max abs error .* max rel error .* tolerance atol'):
+        check_parity(exported['seg'], wrapper, SIZE, BATCH)
+
+
+def test_runner_errors(exported, tmp_path):
+    with pytest.raises(ExportError, match='exported for task'):
+        OnnxRuntimeRunner('seg', exported['pose'])
+    with pytest.raises(ExportError, match='does not exist'):
+        OnnxRuntimeRunner('pose', tmp_path / 'missing.onnx')
+    runner = OnnxRuntimeRunner('pose', exported['pose'])
+    with pytest.raises(InputSizeError, match='re-export'):
+        Pipeline({'pose': runner}, PipelineConfig(input_size=(512, 384), box_source='full'))
+
+
+def test_choose_providers():
+    gpu_ort = ['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']
+    cpu, cuda = torch.device('cpu'), torch.device('cuda')
+    assert choose_providers(gpu_ort, cpu) == ['CPUExecutionProvider']
+    assert choose_providers(gpu_ort, cuda) == gpu_ort
+    assert choose_providers(gpu_ort, cuda, ['cuda']) == ['CUDAExecutionProvider',
+                                                         'CPUExecutionProvider']
+    assert choose_providers(gpu_ort[1:], cuda) == gpu_ort[1:]  # TensorRT EP not installed
+    with pytest.raises(BackendUnavailableError, match='onnxruntime-gpu'):
+        choose_providers(['CPUExecutionProvider'], cuda)
+    with pytest.raises(BackendUnavailableError, match='not installed'):
+        choose_providers(['CPUExecutionProvider'], cpu, ['OpenVINOExecutionProvider'])
+
+
+def test_parsers():
+    assert parse_batch('1:2:8') == (1, 2, 8)
+    assert parse_batch('4') == (4, 4, 4)
+    assert parse_input_size('1024x768') == (1024, 768)
+    for bad in ('2:1:4', '0:1:2', 'a:b', '1:2'):
+        with pytest.raises(ExportError, match='min:opt:max'):
+            parse_batch(bad)
+    with pytest.raises(ExportError, match='HxW'):
+        parse_input_size('1024')
+
+
+def test_fp16_pins_norms_and_rope(exported):
+    """The nodes an FP16 engine keeps in FP32: every RMSNorm/InstanceNorm and the RoPE math."""
+    import onnx
+
+    graph = onnx.load(str(exported['pose']), load_external_data=False).graph
+    pinned = fp32_node_names(exported['pose'])
+    ops = {n.name: n.op_type for n in graph.node}
+    kinds = {ops[n] for n in pinned}
+    assert {'Pow', 'ReduceMean', 'Sqrt', 'InstanceNormalization', 'Neg'} <= kinds
+    assert 'MatMul' not in kinds and 'Conv' not in kinds and 'Softmax' not in kinds
+    assert sum(ops[n] == 'Neg' for n in pinned) == sum(v == 'Neg' for v in ops.values())
+
+
+def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
+    """Same decoded results from both backends on a real photo (graphs reused from the cache)."""
+    config = PipelineConfig(input_size=SIZE)
+    image = skimage.data.astronaut()
+    frames = [image, np.ascontiguousarray(image[:, ::-1])]
+    torch_pipe = Pipeline.from_pretrained(TASKS, backend='torch', model_dir=str(checkpoints),
+                                          config=config)
+    ort_pipe = Pipeline.from_pretrained(TASKS, backend='onnxruntime', model_dir=str(checkpoints),
+                                        config=config, cache_dir=cache_dir)
+    assert {r.name for r in ort_pipe.runners.values()} == {'onnxruntime'}
+    assert {r.path for r in ort_pipe.runners.values()} == set(exported.values())
+    want, got = torch_pipe(frames), ort_pipe(frames)
+    for a, b in zip(want, got, strict=True):
+        assert a.pose.keypoints.shape == b.pose.keypoints.shape
+        assert len(a.pose.keypoints) >= 1
+        np.testing.assert_allclose(b.pose.keypoints, a.pose.keypoints, atol=0.05, rtol=0)
+        assert (a.seg.labels == b.seg.labels).mean() >= 0.999
+        np.testing.assert_allclose(b.normal.normals, a.normal.normals, atol=2e-3)
+        np.testing.assert_allclose(b.pointmap.xyz, a.pointmap.xyz, atol=1e-3, rtol=1e-3)
+        assert b.pointmap.scale_source == a.pointmap.scale_source == 'predicted'
+
+
+def test_make_runner_from_onnx_file(exported):
+    runner = make_runner('normal', 'ort', str(exported['normal']))
+    assert isinstance(runner, OnnxRuntimeRunner)
+    assert runner.input_size == SIZE

@@ -1,0 +1,311 @@
+"""
+TensorRT engine cache key/invalidation, precision plans, and clear errors without TensorRT.
+
+TensorRT and CUDA cannot exist on this CPU machine, so the cache logic runs with an injected
+``build`` function that returns fake engine bytes (the only mock here), and the missing-library
+paths are exercised for real (``tensorrt`` is not installed; a CUDA-less torch is forced with
+monkeypatch where the test must not depend on the machine). GPU tests are marked ``gpu``.
+"""
+
+import json
+import logging
+import sys
+
+import pytest
+from sapiens_ros.backends.engine_cache import (default_cache_dir, EngineCache, EngineKey,
+                                               export_command)
+from sapiens_ros.backends.errors import BackendUnavailableError, EngineError, EngineNotBuiltError
+from sapiens_ros.backends.factory import check_backend, make_runner
+from sapiens_ros.backends.tensorrt_engine import (default_precision, get_engine, import_tensorrt,
+                                                  layer_matches, parse_version, precision_plan,
+                                                  require_cuda)
+from sapiens_ros.core.errors import UnknownTaskError
+import torch
+
+HAS_CUDA = torch.cuda.is_available()
+gpu = pytest.mark.gpu
+
+
+def key(**changes) -> EngineKey:
+    base = {'weights_hash': '0123456789abcdef', 'task': 'pose', 'input_size': (1024, 768),
+            'batch': (1, 2, 8), 'precision': 'bf16', 'trt_version': '10.3.0',
+            'gpu_name': 'Orin', 'compute_capability': (8, 7)}
+    base.update(changes)
+    return EngineKey(**base)
+
+
+class FakeBuild:
+    """Stands in for the TensorRT builder (not installable here): counts builds."""
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def __call__(self, onnx_path, *, precision, batch, timing_cache, progress):
+        self.calls.append((str(onnx_path), precision, batch, str(timing_cache)))
+        return f'engine {len(self.calls)} {precision} {batch}'.encode()
+
+
+@pytest.fixture
+def onnx_file(tmp_path):
+    path = tmp_path / 'pose.onnx'
+    path.write_bytes(b'not really onnx; the fake builder never reads it')
+    return path
+
+
+def test_slot_depends_on_model_part_only():
+    a = key()
+    assert a.slot() == key(gpu_name='RTX 4090', compute_capability=(8, 9)).slot()
+    assert a.slot() == key(trt_version='10.7.0').slot()
+    for other in (key(weights_hash='f' * 16), key(task='seg'), key(input_size=(768, 576)),
+                  key(batch=(1, 1, 8)), key(precision='fp16')):
+        assert other.slot() != a.slot()
+    assert a.slot().startswith('pose-1024x768-b1-2-8-bf16-')
+
+
+def test_key_json_round_trip_and_validation():
+    a = key()
+    assert EngineKey.from_json(json.loads(json.dumps(a.to_json()))) == a
+    assert a.differences(key(gpu_name='RTX 4090')) == ['gpu_name: RTX 4090 -> Orin']
+    with pytest.raises(ValueError, match='precision'):
+        key(precision='int8')
+
+
+def test_store_and_lookup(tmp_path):
+    cache = EngineCache(tmp_path)
+    assert not cache.lookup(key()).hit
+    path = cache.store(key(), b'engine-bytes')
+    sidecar = json.loads(cache.sidecar_path(path).read_text())
+    assert sidecar['key'] == key().to_json()
+    assert sidecar['engine_bytes'] == len(b'engine-bytes')
+    assert cache.lookup(key()).hit
+    assert path.parent == tmp_path / 'engines'
+    assert not list(path.parent.glob('*.tmp'))
+
+
+@pytest.mark.parametrize('other,reason', [
+    ({'gpu_name': 'RTX 4090', 'compute_capability': (8, 9)}, 'gpu_name: Orin -> RTX 4090'),
+    ({'trt_version': '10.7.0'}, 'trt_version: 10.3.0 -> 10.7.0'),
+])
+def test_lookup_rejects_other_setup(tmp_path, other, reason):
+    cache = EngineCache(tmp_path)
+    cache.store(key(), b'engine-bytes')
+    found = cache.lookup(key(**other))
+    assert not found.hit
+    assert 'built for another setup' in found.reason and reason in found.reason
+
+
+def test_lookup_detects_corruption(tmp_path):
+    cache = EngineCache(tmp_path)
+    path = cache.store(key(), b'engine-bytes')
+    path.write_bytes(b'engine-byt')  # truncated
+    assert 'corrupt' in cache.lookup(key()).reason
+    path.write_bytes(b'ENGINE-bytes')  # same size, other content
+    assert 'SHA-256' in cache.lookup(key()).reason
+    cache.sidecar_path(path).write_text('{not json')
+    assert 'unreadable' in cache.lookup(key()).reason
+    cache.sidecar_path(path).unlink()
+    assert 'no sidecar' in cache.lookup(key()).reason
+
+
+def test_get_engine_builds_once_then_reuses(tmp_path, onnx_file, caplog):
+    cache, build = EngineCache(tmp_path), FakeBuild()
+    first = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    again = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    assert first == again and len(build.calls) == 1
+    assert build.calls[0][1:3] == ('bf16', (1, 2, 8))
+    timing = build.calls[0][3]
+    assert timing == str(cache.timing_cache_path('10.3.0', 'Orin', (8, 7)))
+    assert 'trt10.3.0-Orin-sm8.7' in timing
+
+
+@pytest.mark.parametrize('damage', ['other_gpu', 'other_trt', 'corrupt'])
+def test_get_engine_rebuilds_stale_with_log_line(tmp_path, onnx_file, caplog, damage):
+    cache, build = EngineCache(tmp_path), FakeBuild()
+    path = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    want = key()
+    if damage == 'other_gpu':
+        want = key(gpu_name='RTX 4090', compute_capability=(8, 9))
+    elif damage == 'other_trt':
+        want = key(trt_version='10.7.0')
+    else:
+        path.write_bytes(b'garbage')
+    with caplog.at_level(logging.WARNING, logger='sapiens_ros.backends.tensorrt_engine'):
+        rebuilt = get_engine(onnx_file, want, cache=cache, build=build, progress=False)
+    assert rebuilt == path and len(build.calls) == 2
+    assert 'rebuilding the TensorRT engine' in caplog.text
+    assert cache.lookup(want).hit
+    assert EngineKey.from_json(json.loads(cache.sidecar_path(path).read_text())['key']) == want
+
+
+def test_refuse_to_build_prints_export_command(tmp_path, onnx_file):
+    with pytest.raises(EngineNotBuiltError) as err:
+        get_engine(onnx_file, key(), cache=EngineCache(tmp_path), build=FakeBuild(),
+                   allow_build=False, source='/models/pose')
+    msg = str(err.value)
+    assert 'building on start is disabled' in msg
+    assert ('sapiens-ros export --task pose --model /models/pose --input-size 1024x768 '
+            '--batch 1:2:8 --dtype bf16') in msg and '--engine' in msg
+
+
+def test_missing_onnx_is_an_error(tmp_path):
+    with pytest.raises(EngineNotBuiltError, match='missing'):
+        get_engine(tmp_path / 'nope.onnx', key(), cache=EngineCache(tmp_path), build=FakeBuild())
+
+
+def test_explicit_engine_path_uses_its_sidecar(tmp_path, onnx_file):
+    cache, build = EngineCache(tmp_path / 'c'), FakeBuild()
+    target = tmp_path / 'deploy' / 'pose.engine'
+    assert get_engine(onnx_file, key(), cache=cache, engine_path=target, build=build) == target
+    assert (tmp_path / 'deploy' / 'pose.json').is_file()
+    get_engine(onnx_file, key(), cache=cache, engine_path=target, build=build)
+    assert len(build.calls) == 1
+
+
+def test_default_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv('SAPIENS_ROS_CACHE', str(tmp_path / 'x'))
+    assert default_cache_dir() == tmp_path / 'x'
+    monkeypatch.delenv('SAPIENS_ROS_CACHE')
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'xdg'))
+    assert default_cache_dir() == tmp_path / 'xdg' / 'sapiens_ros'
+
+
+def test_export_command_from_key():
+    cmd = export_command(key(precision='fp16', batch=(1, 1, 1)), source='/m', out='p.onnx')
+    assert cmd == ('sapiens-ros export --task pose --model /m --input-size 1024x768 '
+                   '--batch 1:1:1 --dtype fp16 --out p.onnx --engine')
+
+
+def test_precision_defaults():
+    assert default_precision((8, 7)) == 'bf16'  # Jetson Orin
+    assert default_precision((8, 0)) == 'bf16'  # A100
+    assert default_precision((7, 2)) == 'fp16'  # Jetson Xavier
+    assert parse_version('10.3.0.30') == (10, 3, 0, 30)
+    assert parse_version('10.12.0.36b') == (10, 12, 0, 36)
+
+
+def test_precision_plan_per_version():
+    plan = precision_plan('bf16', '10.3.0', compute_capability=(8, 7))
+    assert plan.builder_flags == ['BF16'] and not plan.strongly_typed and not plan.pin_fp32
+    plan = precision_plan('fp16', '10.3.0')
+    assert plan.builder_flags == ['FP16', 'OBEY_PRECISION_CONSTRAINTS'] and plan.pin_fp32
+    assert 'STRICT_TYPES' not in plan.builder_flags
+    plan = precision_plan('fp32', '10.3.0')
+    assert plan.clear_flags == ['TF32'] and not plan.builder_flags
+    plan = precision_plan('bf16', '10.12.0')  # weak typing deprecated: still builds, warns
+    assert plan.builder_flags == ['BF16'] and 'deprecates' in plan.warnings[0]
+    plan = precision_plan('bf16', '10.12.0', graph_dtype='bf16')
+    assert plan.strongly_typed and not plan.builder_flags
+    plan = precision_plan('fp16', '11.0.0', graph_dtype='fp16')
+    assert plan.strongly_typed and not plan.pin_fp32
+    with pytest.raises(EngineError, match='--dtype bf16'):
+        precision_plan('bf16', '11.0.0')  # flags removed: needs a bf16 graph
+    with pytest.raises(EngineError, match='--dtype fp16'):  # flag missing from this build
+        precision_plan('fp16', '10.8.0', builder_flags={'TF32', 'BF16'})
+    with pytest.raises(EngineError, match='compute capability >= 8.0'):
+        precision_plan('bf16', '10.3.0', compute_capability=(7, 2))
+    with pytest.raises(BackendUnavailableError, match='TensorRT >= 10.0'):
+        precision_plan('fp16', '8.6.2')
+
+
+def test_layer_matches():
+    names = {'node_pow_1', 'node_Sqrt_66'}
+    assert layer_matches('node_pow_1', names)
+    assert layer_matches('node_Sqrt_66_output_0', names)
+    assert not layer_matches('node_MatMul_68', names)
+
+
+def test_missing_tensorrt_names_the_fix(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'tensorrt', None)  # behave as if not installed
+    with pytest.raises(BackendUnavailableError, match='pip install tensorrt') as err:
+        import_tensorrt()
+    assert 'JetPack' in str(err.value)
+    with pytest.raises(BackendUnavailableError, match='pip install tensorrt'):
+        make_runner('pose', 'tensorrt', '/nonexistent/pose')
+
+
+def test_missing_cuda_names_the_fix(monkeypatch):
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    with pytest.raises(BackendUnavailableError, match='CUDA build of torch'):
+        require_cuda()
+
+
+def test_backend_names():
+    assert check_backend('TRT') == 'tensorrt'
+    assert check_backend('ort') == 'onnxruntime'
+    with pytest.raises(UnknownTaskError, match='torch, onnxruntime, tensorrt'):
+        check_backend('openvino')
+
+
+@gpu
+@pytest.mark.skipif(not HAS_CUDA, reason='needs CUDA')
+def test_gpu_tensorrt_engine_matches_torch(tmp_path):
+    """Build a real fp32 engine from a tiny pose graph and compare with torch."""
+    pytest.importorskip('tensorrt')
+    from sapiens_ros.backends.factory import make_runner
+    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.runners import TorchRunner
+
+    model = random_model('pose', input_size=(256, 192))
+    model.save_pretrained(tmp_path / 'pose')
+    runner = make_runner('pose', 'tensorrt', str(tmp_path / 'pose'), dtype='fp32',
+                         device='cuda', input_size=(256, 192), batch='1:2:4',
+                         cache_dir=tmp_path / 'cache', progress=False)
+    ref = TorchRunner('pose', model.cuda())
+    x = torch.randn(3, 3, 256, 192, device='cuda')
+    got, want = runner(x)['heatmaps'], ref(x)['heatmaps']
+    assert (got - want).abs().max().item() < 1e-2 * want.abs().max().item()
+    again = make_runner('pose', 'tensorrt', str(tmp_path / 'pose'), dtype='fp32',
+                        device='cuda', input_size=(256, 192), batch='1:2:4',
+                        cache_dir=tmp_path / 'cache', allow_build=False)
+    assert again.path == runner.path
+
+
+@gpu
+@pytest.mark.skipif(not HAS_CUDA, reason='needs CUDA')
+def test_gpu_torch_cuda_graphs_match_eager():
+    from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner
+    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.runners import TorchRunner
+
+    model = random_model('seg', input_size=(256, 192)).cuda()
+    fast = AcceleratedTorchRunner('seg', model, cuda_graphs=True, graph_batches=(2,))
+    x = torch.randn(2, 3, 256, 192, device='cuda')
+    want = TorchRunner('seg', model)(x)['logits'].clone()
+    for _ in range(3):
+        got = fast(x)['logits']
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@gpu
+@pytest.mark.skipif(not HAS_CUDA, reason='needs CUDA')
+def test_gpu_ort_cuda_iobinding(tmp_path):
+    ort = pytest.importorskip('onnxruntime')
+    if 'CUDAExecutionProvider' not in ort.get_available_providers():
+        pytest.skip('onnxruntime-gpu not installed')
+    from sapiens_ros.backends.export import export_onnx
+    from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
+    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.runners import TorchRunner
+
+    model = random_model('normal', input_size=(256, 192))
+    export_onnx(model, 'normal', tmp_path / 'n.onnx', input_size=(256, 192))
+    runner = OnnxRuntimeRunner('normal', tmp_path / 'n.onnx', device='cuda', providers=['cuda'])
+    x = torch.randn(2, 3, 256, 192, device='cuda')
+    got = runner(x)['normals']
+    assert got.device.type == 'cuda'
+    want = TorchRunner('normal', model.cuda())(x)['normals']
+    torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-3)
+
+
+def test_torch_backend_options_on_cpu(caplog):
+    """The torch backend through the factory; CUDA graphs fall back to eager on CPU, loudly."""
+    from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner
+    from sapiens_ros.core.configs import random_model
+
+    model = random_model('normal', input_size=(256, 192))
+    with caplog.at_level(logging.WARNING):
+        runner = make_runner('normal', 'pytorch', model=model, cuda_graphs=True)
+    assert isinstance(runner, AcceleratedTorchRunner) and runner.name == 'torch'
+    assert 'cuda_graphs needs a CUDA device' in caplog.text
+    out = runner(torch.randn(2, 3, 256, 192))
+    assert out['normals'].shape == (2, 3, 256, 192)
