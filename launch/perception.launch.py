@@ -25,7 +25,7 @@ ARGUMENTS = (
     ('tasks', 'pose,seg,normal,pointmap', 'heads to run'),
     ('model_size', '0.4b', 'checkpoint size'),
     ('backend', 'torch', 'inference backend'),
-    ('dtype', 'fp32', 'fp32, bf16 or fp16'),
+    ('dtype', 'auto', 'auto, fp32, bf16 or fp16'),
     ('device', 'cpu', 'cpu, cuda or cuda:N'),
     ('params_file', '', 'parameters YAML (default: config/perception.yaml of the package)'),
     ('compressed', 'false', 'subscribe <camera>/compressed (CompressedImage)'),

@@ -24,7 +24,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument('--model-size', default='0.4b')
     p.add_argument('--model-dir', default='', help='folder with <dir>/<task>/ checkpoints')
     p.add_argument('--device', default='cpu')
-    p.add_argument('--dtype', default='fp32')
+    p.add_argument('--dtype', default='auto', help='auto, fp32, bf16 or fp16')
+    p.add_argument('--backend', default='torch', help='torch, onnxruntime or tensorrt')
     p.add_argument('--input-size', default='', help='HxW model input, e.g. 512x384')
     p.add_argument('--random-weights', action='store_true',
                    help='tiny random models: checks the graph without downloading weights')
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
                      Parameter('model_size', value=args.model_size),
                      Parameter('model_dir', value=args.model_dir),
                      Parameter('device', value=args.device), Parameter('dtype', value=args.dtype),
+                     Parameter('backend', value=args.backend),
                      Parameter('input_size', value=_input_size(args.input_size,
                                                                args.random_weights)),
                      Parameter('random_weights', value=bool(args.random_weights))]

@@ -233,13 +233,16 @@ def test_fast_camera_slow_model_no_backlog(graph):
     diag = _diag(node)
     processed, dropped = node.stats.processed, node._slot.dropped
     assert 4 <= processed <= 3.5 / 0.25 + 2
-    assert dropped >= node.stats.received - processed - 2 and dropped > sent // 2
+    # Every received frame was processed or replaced by a newer one (none queued up).
+    assert dropped >= node.stats.received - processed - 2 and dropped > node.stats.received // 2
     assert int(diag['frames_dropped']) == dropped
     rates = [float(kv.value) for m in diags for kv in m.status[0].values
              if kv.key == 'dropped_rate_hz' and 'sapiens' in m.status[0].name]
     assert max(rates) > 5.0  # /diagnostics reported the drops during the burst
     # Latency stays about one inference period: at most ~2 periods plus transport.
-    assert latencies and max(latencies[1:] or latencies) < 1000.0
+    # A backlog would grow it to seconds (90 frames queued at ~4 fps).
+    assert latencies and max(latencies[1:] or latencies) < 1500.0
+    assert float(np.median(latencies)) < 800.0
     assert diag['_level'] == DiagnosticStatus.WARN  # p95 over the 100 ms threshold
 
 
@@ -380,3 +383,16 @@ def test_calibrated_pointmap_scale_from_camera_info(graph):
     near, far = median_depth(200.0), median_depth(400.0)
     assert far == pytest.approx(2.0 * near, rel=1e-3)  # metric scale follows K
     assert node.stats.bad_inputs['camera_info'] == 2
+
+
+def test_onnxruntime_backend(graph, tmp_path):
+    pytest.importorskip('onnxruntime')
+    node = graph.perception(tasks='seg', backend='onnxruntime', cache_dir=str(tmp_path))
+    assert node.pipeline is not None, 'configure failed'
+    labels = graph.collect(Image, 'seg/labels')
+    pub = graph.publisher(Image, 'image')
+    graph.wait_for_subscribers(pub)
+    assert _pump(graph, pub, lambda: _image(graph.tester), lambda: labels)
+    diag = _diag(node)
+    assert diag['runner.seg'] == 'onnxruntime' and diag['backend'] == 'onnxruntime'
+    assert (labels[0].height, labels[0].width) == (160, 160)

@@ -55,10 +55,16 @@ PARAMS: tuple[Param, ...] = (
           read_only=True),
     *(Param(f'models.{t}', '', f'checkpoint (hub id or directory) for {t}; overrides '
             f'model_dir and model_size', read_only=True) for t in PERCEPTION_TASKS),
-    Param('backend', 'torch', 'inference backend', read_only=True,
+    Param('backend', 'torch', 'inference backend (onnxruntime exports the checkpoint to a cached '
+          'ONNX file on first use; tensorrt builds an engine)', read_only=True,
           choices=('torch', 'onnxruntime', 'tensorrt')),
     Param('device', 'cpu', 'torch device: cpu, cuda or cuda:N', read_only=True),
-    Param('dtype', 'fp32', 'model dtype', read_only=True, choices=('fp32', 'bf16', 'fp16')),
+    Param('dtype', 'auto', 'weights dtype (torch) or engine precision (tensorrt); auto: fp32 '
+          'for torch/onnxruntime, bf16 or fp16 for tensorrt', read_only=True,
+          choices=('auto', 'fp32', 'bf16', 'fp16')),
+    Param('cache_dir', '', 'ONNX/TensorRT cache folder (empty: the user cache dir)',
+          read_only=True),
+    Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)', read_only=True),
     Param('input_size', [1024, 768], 'model input [height, width], multiples of 16',
           read_only=True),
     Param('random_weights', False, 'build tiny random models instead of loading weights '

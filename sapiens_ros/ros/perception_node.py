@@ -54,25 +54,27 @@ def build_pipeline(tasks: tuple[str, ...], params: dict, log=None) -> Pipeline:
         if log:
             log.warning('box_source=seg needs the seg head, which is not loaded: using full')
         config.box_source = 'full'
-    if params['backend'] != 'torch':
-        raise SapiensError(f"backend {params['backend']!r} is not available in this node yet; "
-                           f'use backend:=torch')
+    dtype = None if params['dtype'] in ('', 'auto') else params['dtype']
+    options = {'cuda_graphs': params['cuda_graphs'], 'progress': False}
+    if params['cache_dir']:
+        options['cache_dir'] = params['cache_dir']
     if params['random_weights']:
+        from ..backends.factory import make_runner
         from ..core.configs import random_model
-        from ..core.loading import parse_device, parse_dtype
-        from ..core.runners import TorchRunner
 
-        device = parse_device(params['device'])
-        dtype = parse_dtype(params['dtype'])
-        runners = {t: TorchRunner(t, random_model(t, seed=i, input_size=input_size)
-                                  .to(device=device, dtype=dtype), f'random-tiny-{t}')
-                   for i, t in enumerate(tasks)}
-        return Pipeline(runners, config, device)
+        runners = {}
+        for i, task in enumerate(tasks):
+            model = random_model(task, seed=i, input_size=input_size)
+            runners[task] = make_runner(task, params['backend'], model=model, dtype=dtype,
+                                        device=params['device'], input_size=input_size,
+                                        **options)
+            runners[task].model_id = f'random-tiny-{task}'
+        return Pipeline(runners, config, params['device'])
     models = {t: params[f'models.{t}'] for t in tasks if params.get(f'models.{t}')}
-    return Pipeline.from_pretrained(tasks, size=params['model_size'],
+    return Pipeline.from_pretrained(tasks, backend=params['backend'], size=params['model_size'],
                                     model_dir=params['model_dir'] or None, models=models,
-                                    dtype=params['dtype'], device=params['device'],
-                                    config=config)
+                                    dtype=dtype, device=params['device'], config=config,
+                                    **options)
 
 
 @dataclasses.dataclass
@@ -165,7 +167,7 @@ class PerceptionNode(LifecycleNode):
             self.get_logger().info(
                 f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
                 f'{self.pipeline.device} ({self._model_ids()})')
-        except (SapiensError, OSError, ValueError) as exc:
+        except (SapiensError, OSError, ValueError, ImportError) as exc:
             self.get_logger().error(f'configure failed: {exc}')
             self.pipeline = None
             return TransitionCallbackReturn.FAILURE
@@ -431,7 +433,9 @@ class PerceptionNode(LifecycleNode):
             'bad_inputs_total': sum(snap['bad_inputs'].values()),
         }
         if self.pipeline is not None:
-            values.update({f'model.{t}': r.model_id for t, r in self.pipeline.runners.items()})
+            for t, r in self.pipeline.runners.items():
+                values[f'model.{t}'] = r.model_id
+                values[f'runner.{t}'] = getattr(r, 'name', type(r).__name__)
         values.update({f'stage.{k}_ms': f'{v:.1f}' for k, v in snap['stage_ms'].items()})
         values.update({f'bad_input.{k}': v for k, v in snap['bad_inputs'].items()})
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
