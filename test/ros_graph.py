@@ -24,6 +24,9 @@ class Graph:
     """Owns a Context, a tester node and a spinning MultiThreadedExecutor."""
 
     def __init__(self) -> None:
+        import torch
+
+        self._torch_threads = torch.get_num_threads()
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=session_domain_id())
         self.tester = rclpy.create_node('tester', context=self.context)
@@ -38,7 +41,10 @@ class Graph:
         """Start a PerceptionNode on the tiny checkpoints (test input size) with ``params``."""
         from sapiens_ros.ros.perception_node import PerceptionNode
 
-        values = {'model_dir': str(tiny_model_dir()), 'input_size': list(TEST_INPUT_SIZE)}
+        # One torch thread: the node shares the CPU with the tester (and other test processes);
+        # oversubscribed OpenMP threads make the tiny models ~30x slower.
+        values = {'model_dir': str(tiny_model_dir()), 'input_size': list(TEST_INPUT_SIZE),
+                  'cpu_threads': 1}
         values.update(params)
         node = PerceptionNode(context=self.context, parameter_overrides=[
             Parameter(k, value=v) for k, v in values.items()])
@@ -87,3 +93,6 @@ class Graph:
         for node in self.nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+        import torch
+
+        torch.set_num_threads(self._torch_threads)  # the node's cpu_threads is process-wide

@@ -39,7 +39,8 @@ def test_node_process_with_params_file_namespace_and_dds_profile(graph):
                PYTHONUNBUFFERED='1')
     cmd = [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
            '-r', '__ns:=/cam1', '--params-file', str(ROOT / 'config' / 'perception.yaml'),
-           '-p', 'random_weights:=true', '-p', 'input_size:=[256,192]', '-p', 'tasks:=seg']
+           '-p', 'random_weights:=true', '-p', 'input_size:=[256,192]', '-p', 'tasks:=seg',
+           '-p', 'cpu_threads:=1']
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     try:

@@ -64,6 +64,9 @@ PARAMS: tuple[Param, ...] = (
           choices=('auto', 'fp32', 'bf16', 'fp16')),
     Param('cache_dir', '', 'ONNX/TensorRT cache folder (empty: the user cache dir)',
           read_only=True),
+    Param('cpu_threads', 0, 'torch intra-op CPU threads for this process (0: torch default); '
+          '1 avoids OpenMP oversubscription when the CPU is shared', read_only=True,
+          low=0, high=256),
     Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)', read_only=True),
     Param('input_size', [1024, 768], 'model input [height, width], multiples of 16',
           read_only=True),

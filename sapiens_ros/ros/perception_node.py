@@ -54,6 +54,10 @@ def build_pipeline(tasks: tuple[str, ...], params: dict, log=None) -> Pipeline:
         if log:
             log.warning('box_source=seg needs the seg head, which is not loaded: using full')
         config.box_source = 'full'
+    if params['cpu_threads'] > 0:
+        import torch
+
+        torch.set_num_threads(params['cpu_threads'])
     dtype = None if params['dtype'] in ('', 'auto') else params['dtype']
     options = {'cuda_graphs': params['cuda_graphs'], 'progress': False}
     if params['cache_dir']:
