@@ -31,7 +31,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help='tiny random models: checks the graph without downloading weights')
     p.add_argument('--duration', type=float, default=0.0, help='seconds to run (0: until ^C)')
     p.add_argument('--output-dir', default='sapiens_demo', help='overlay images go here')
-    p.set_defaults(func=run)
+    p.set_defaults(run=run)
     return p
 
 
@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from .ros.sample_camera import SampleCamera
 
     os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', '[{severity}] [{name}]: {message}')
+    if args.random_weights:
+        from .cli import NOISE_BANNER
+
+        print(NOISE_BANNER, flush=True)
     context = rclpy.Context()
     rclpy.init(context=context)
     nodes = []
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='sapiens-ros')
     add_parser(parser.add_subparsers(dest='command', required=True))
     args = parser.parse_args(['demo'] + (argv if argv is not None else __import__('sys').argv[1:]))
-    return args.func(args)
+    return args.run(args)
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
 """
-A stand-in camera: plays the bundled photo, a video file or a bag's images at a fixed rate.
+A stand-in camera: plays the sample photo, a video file or a bag's images at a fixed rate.
 
 Publishes ``image`` (sensor_msgs/Image, bgr8) and ``camera_info`` with matching headers, so the
 perception graph can be seen working without hardware.
@@ -7,7 +7,6 @@ perception graph can be seen working without hardware.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import cv2
@@ -24,9 +23,10 @@ from .messages import image_msg
 
 
 def bundled_photo() -> np.ndarray:
-    """Return the bundled astronaut photo (NASA, public domain) as BGR uint8."""
-    data = resources.files('sapiens_ros').joinpath('data', 'astronaut.jpg').read_bytes()
-    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    """Return the sample photo (scikit-image's astronaut, as the CLI uses) as BGR uint8."""
+    from ..cli import sample_image_path
+
+    return cv2.imread(str(sample_image_path()), cv2.IMREAD_COLOR)
 
 
 def bag_frames(path: str, topic: str = ''):
