@@ -1,0 +1,42 @@
+"""
+Demo without a camera: sample camera + perception node + monitor.
+
+ros2 launch sapiens_ros demo.launch.py random_weights:=true
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Play the bundled photo (or a video/bag) into the perception node and monitor it."""
+    share = get_package_share_directory('sapiens_ros')
+    args = [
+        DeclareLaunchArgument('source', default_value='', description='video file or bag; '
+                              'empty plays the bundled photo'),
+        DeclareLaunchArgument('rate', default_value='5.0', description='frames per second'),
+        DeclareLaunchArgument('random_weights', default_value='false',
+                              description='tiny random models (no weights needed)'),
+        DeclareLaunchArgument('device', default_value='cpu', description='cpu or cuda'),
+        DeclareLaunchArgument('output_dir', default_value='sapiens_demo',
+                              description='where the monitor writes overlay images'),
+    ]
+    camera = Node(package='sapiens_ros', executable='sample_camera', name='sample_camera',
+                  namespace='demo', output='screen',
+                  parameters=[{'source': LaunchConfiguration('source'),
+                               'rate': LaunchConfiguration('rate')}])
+    perception = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'perception.launch.py')),
+        launch_arguments={'namespace': 'demo', 'camera': 'image',
+                          'random_weights': LaunchConfiguration('random_weights'),
+                          'device': LaunchConfiguration('device')}.items())
+    monitor = Node(package='sapiens_ros', executable='monitor', name='monitor',
+                   namespace='demo', output='screen',
+                   parameters=[{'output_dir': LaunchConfiguration('output_dir')}])
+    return LaunchDescription(args + [camera, perception, monitor])

@@ -1,0 +1,84 @@
+"""
+Launch sapiens_ros perception_node for one camera, or one node per camera namespace.
+
+ros2 launch sapiens_ros perception.launch.py camera:=/camera/image_raw
+ros2 launch sapiens_ros perception.launch.py cameras:=front,rear device:=cuda dtype:=bf16
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+PACKAGE = 'sapiens_ros'
+PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilted
+
+ARGUMENTS = (
+    ('camera', 'image', 'input image topic (remapped onto the node\'s "image")'),
+    ('namespace', '', 'namespace of the node and its outputs (single camera)'),
+    ('cameras', '', ('comma-separated namespaces: one node per camera, each reading '
+                     '<ns>/image (overrides camera and namespace)')),
+    ('tasks', 'pose,seg,normal,pointmap', 'heads to run'),
+    ('model_size', '0.4b', 'checkpoint size'),
+    ('backend', 'torch', 'inference backend'),
+    ('dtype', 'auto', 'auto, fp32, bf16 or fp16'),
+    ('device', 'cpu', 'cpu, cuda or cuda:N'),
+    ('params_file', '', 'parameters YAML (default: config/perception.yaml of the package)'),
+    ('compressed', 'false', 'subscribe <camera>/compressed (CompressedImage)'),
+    ('random_weights', 'false', 'tiny random models (no weights needed)'),
+    ('use_rviz', 'false', 'start RViz'),
+    ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
+                             f'RMW is Fast DDS and none is set')),
+)
+
+
+def _share() -> str:
+    return get_package_share_directory(PACKAGE)
+
+
+def _uses_fastdds() -> bool:
+    return os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps')
+
+
+def _nodes(context, *args, **kwargs):
+    """Build the nodes from the resolved arguments (no eval, no subprocess)."""
+    arg = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    actions = []
+    user_profile = os.environ.get(PROFILE_VAR) or os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE')
+    if arg['dds_profile'].lower() == 'true' and _uses_fastdds() and not user_profile:
+        actions.append(SetEnvironmentVariable(
+            PROFILE_VAR, os.path.join(_share(), 'config', 'fastdds_shm.xml')))
+    params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
+    overrides = {
+        'tasks': arg['tasks'], 'model_size': arg['model_size'], 'backend': arg['backend'],
+        'dtype': arg['dtype'], 'device': arg['device'],
+        'compressed': arg['compressed'].lower() == 'true',
+        'random_weights': arg['random_weights'].lower() == 'true',
+    }
+    cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
+    if cameras:
+        targets = [(c, 'image') for c in cameras]
+    else:
+        targets = [(arg['namespace'].strip('/'), arg['camera'])]
+    for namespace, topic in targets:
+        remaps = [('image', topic), ('image/compressed', topic.rstrip('/') + '/compressed'),
+                  ('camera_info', topic.rsplit('/', 1)[0] + '/camera_info'
+                   if '/' in topic.strip('/') else 'camera_info')]
+        actions.append(Node(package=PACKAGE, executable='perception_node',
+                            name='perception_node', namespace=namespace or None,
+                            parameters=[params_file, overrides], remappings=remaps,
+                            output='screen', emulate_tty=True))
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the arguments, then the nodes via an OpaqueFunction."""
+    declared = [DeclareLaunchArgument(name, default_value=default, description=desc)
+                for name, default, desc in ARGUMENTS]
+    rviz = Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+                condition=IfCondition(LaunchConfiguration('use_rviz')))
+    return LaunchDescription(declared + [OpaqueFunction(function=_nodes), rviz])

@@ -1,0 +1,120 @@
+"""
+``sapiens-ros demo``: sample camera -> perception node -> monitor, in one process.
+
+The three are separate rclpy nodes on one multi-threaded executor, talking over real topics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``demo`` subcommand to the CLI's subparsers."""
+    p = subparsers.add_parser(
+        'demo', help='see the ROS graph work without a camera (photo, video or bag)',
+        description='Play the bundled photo (or a video/bag) as a camera, run the perception '
+                    'node on it and print per-topic rates and latency.')
+    p.add_argument('--source', default='', help='video file or bag (default: bundled photo)')
+    p.add_argument('--rate', type=float, default=5.0, help='camera frames per second')
+    p.add_argument('--tasks', default='pose,seg,normal,pointmap')
+    p.add_argument('--model-size', default='0.4b')
+    p.add_argument('--model-dir', default='', help='folder with <dir>/<task>/ checkpoints')
+    p.add_argument('--device', default='cpu')
+    p.add_argument('--dtype', default='auto', help='auto, fp32, bf16 or fp16')
+    p.add_argument('--backend', default='torch', help='torch, onnxruntime or tensorrt')
+    p.add_argument('--input-size', default='', help='HxW model input, e.g. 512x384')
+    p.add_argument('--random-weights', action='store_true',
+                   help='tiny random models: checks the graph without downloading weights')
+    p.add_argument('--duration', type=float, default=0.0, help='seconds to run (0: until ^C)')
+    p.add_argument('--output-dir', default='sapiens_demo', help='overlay images go here')
+    p.set_defaults(run=run)
+    return p
+
+
+def _input_size(text: str, random_weights: bool) -> list[int]:
+    if text:
+        h, w = text.lower().split('x')
+        return [int(h), int(w)]
+    return [256, 192] if random_weights else [1024, 768]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the three nodes; return 1 with a hint naming --random-weights if loading fails."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from .ros.monitor import Monitor
+    from .ros.perception_node import PerceptionNode
+    from .ros.sample_camera import SampleCamera
+
+    os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', '[{severity}] [{name}]: {message}')
+    if args.random_weights:
+        from .cli import NOISE_BANNER
+
+        print(NOISE_BANNER, flush=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    nodes = []
+    executor = MultiThreadedExecutor(context=context)
+    try:
+        overrides = [Parameter('tasks', value=args.tasks),
+                     Parameter('model_size', value=args.model_size),
+                     Parameter('model_dir', value=args.model_dir),
+                     Parameter('device', value=args.device), Parameter('dtype', value=args.dtype),
+                     Parameter('backend', value=args.backend),
+                     Parameter('input_size', value=_input_size(args.input_size,
+                                                               args.random_weights)),
+                     Parameter('random_weights', value=bool(args.random_weights))]
+        if 'seg' not in args.tasks.split(','):
+            overrides.append(Parameter('box_source', value='full'))
+        perception = PerceptionNode(namespace='demo', context=context,
+                                    parameter_overrides=overrides)
+        nodes.append(perception)
+        if perception.pipeline is None:
+            hint = ('' if args.random_weights else
+                    ' The Sapiens2 weights could not be loaded (see the error above). To see the '
+                    'graph work without them, run: sapiens-ros demo --random-weights')
+            print(f'demo: the perception node failed to configure.{hint}', flush=True)
+            return 1
+        nodes.append(SampleCamera(namespace='demo', context=context, parameter_overrides=[
+            Parameter('source', value=args.source), Parameter('rate', value=args.rate)]))
+        nodes.append(Monitor(namespace='demo', context=context, parameter_overrides=[
+            Parameter('output_dir', value=args.output_dir),
+            Parameter('tasks', value=args.tasks)]))
+        for node in nodes:
+            executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        print(f'demo: running (overlays in {args.output_dir}/); Ctrl+C to stop', flush=True)
+        end = time.monotonic() + args.duration if args.duration > 0 else None
+        try:
+            while spinner.is_alive() and (end is None or time.monotonic() < end):
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+        executor.shutdown()
+        spinner.join()
+        return 0
+    finally:
+        for node in nodes:
+            if isinstance(node, PerceptionNode):
+                node.shutdown_worker()
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo subcommand standalone (``python -m sapiens_ros.cli_demo``)."""
+    parser = argparse.ArgumentParser(prog='sapiens-ros')
+    add_parser(parser.add_subparsers(dest='command', required=True))
+    args = parser.parse_args(['demo'] + (argv if argv is not None else __import__('sys').argv[1:]))
+    return args.run(args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,201 @@
+"""
+Decode raw ``sensor_msgs/Image`` fields and compressed bytes into numpy frames (no ROS).
+
+Every function takes plain fields (encoding, height, width, step, bytes) so it is testable and
+reusable without rclpy. Failures raise :class:`~sapiens_ros.core.errors.FrameError` with a
+message naming the problem; nothing here logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import sys
+
+import cv2
+import numpy as np
+
+from ..core.errors import FrameError
+
+#: OpenCV demosaicing codes per ROS bayer pattern (OpenCV names the pattern one pixel later).
+_BAYER = {
+    'rggb': cv2.COLOR_BayerBG2RGB,
+    'bggr': cv2.COLOR_BayerRG2RGB,
+    'gbrg': cv2.COLOR_BayerGR2RGB,
+    'grbg': cv2.COLOR_BayerGB2RGB,
+}
+
+#: 4:2:2 packed encodings: ROS ``yuv422`` is UYVY; ``yuv422_yuy2`` and ``yuyv`` are YUYV.
+_YUV422 = {
+    'yuv422': cv2.COLOR_YUV2RGB_UYVY,
+    'uyvy': cv2.COLOR_YUV2RGB_UYVY,
+    'yuv422_yuy2': cv2.COLOR_YUV2RGB_YUYV,
+    'yuyv': cv2.COLOR_YUV2RGB_YUYV,
+}
+
+#: Channels and bytes per channel of the directly supported encodings.
+_PLAIN = {
+    'rgb8': (3, 1), 'bgr8': (3, 1), 'rgba8': (4, 1), 'bgra8': (4, 1),
+    'mono8': (1, 1), '8uc1': (1, 1), '8uc3': (3, 1), '8uc4': (4, 1),
+    'mono16': (1, 2), '16uc1': (1, 2),
+}
+
+SUPPORTED_ENCODINGS = tuple(sorted(
+    [e for e in _PLAIN if not e[0].isdigit()] + list(_YUV422)
+    + [f'bayer_{p}{b}' for p in _BAYER for b in (8, 16)]))
+
+
+@dataclass
+class Frame:
+    """A decoded frame ready for the pipeline: uint8 HxW (mono) or HxWx3 in ``color_order``."""
+
+    pixels: np.ndarray
+    color_order: str  # 'rgb' or 'bgr'
+
+    def rgb(self) -> np.ndarray:
+        """Return the frame as HxWx3 RGB uint8 (a copy only when a conversion is needed)."""
+        if self.pixels.ndim == 2:
+            return cv2.cvtColor(self.pixels, cv2.COLOR_GRAY2RGB)
+        if self.color_order == 'bgr':
+            return cv2.cvtColor(self.pixels, cv2.COLOR_BGR2RGB)
+        return self.pixels
+
+
+def _bytes_per_pixel(enc: str) -> int:
+    if enc in _PLAIN:
+        channels, depth = _PLAIN[enc]
+        return channels * depth
+    if enc in _YUV422:
+        return 2
+    if enc.startswith('bayer_') and enc[6:10] in _BAYER and enc[10:] in ('8', '16'):
+        return int(enc[10:]) // 8
+    raise FrameError(f'unsupported image encoding {enc!r}; supported: '
+                     f'{", ".join(SUPPORTED_ENCODINGS)}')
+
+
+def _to8(values: np.ndarray) -> np.ndarray:
+    """16-bit intensities to 8 bits, stretched by the frame's maximum (10/12-bit sensors too)."""
+    peak = int(values.max()) if values.size else 0
+    if peak == 0:
+        return np.zeros(values.shape, np.uint8)
+    return cv2.convertScaleAbs(values, alpha=255.0 / peak)
+
+
+def decode_raw(encoding: str, height: int, width: int, step: int, data,
+               is_bigendian: bool = False, max_pixels: int | None = None) -> Frame:
+    """
+    Decode the fields of a raw ``sensor_msgs/Image`` into a :class:`Frame`.
+
+    ``data`` is any buffer (``bytes``, ``array.array``, memoryview). Row padding
+    (``step > width * bytes_per_pixel``) is honoured without copying the rows twice.
+    """
+    enc = (encoding or '').strip().lower()
+    if height <= 0 or width <= 0:
+        raise FrameError(f'image has zero size {width}x{height}')
+    if max_pixels and height * width > max_pixels:
+        raise FrameError(f'image {width}x{height} has {height * width} pixels, over the '
+                         f'max_pixels limit {max_pixels}')
+    bpp = _bytes_per_pixel(enc)
+    row = width * bpp
+    if step < row:
+        raise FrameError(f'step {step} is smaller than width*bytes_per_pixel = {width}*{bpp} '
+                         f'= {row} for {enc}')
+    buf = np.frombuffer(data, np.uint8)
+    if buf.size != step * height:
+        raise FrameError(f'data has {buf.size} bytes but step*height = {step}*{height} = '
+                         f'{step * height}')
+    rows = buf.reshape(height, step)[:, :row]
+    if enc in _PLAIN:
+        channels, depth = _PLAIN[enc]
+        if depth == 2:
+            dtype = np.dtype('>u2' if is_bigendian else '<u2')
+            pixels = _to8(rows.copy().view(dtype).reshape(height, width).astype(np.uint16))
+            return Frame(pixels, 'rgb')
+        pixels = rows.reshape(height, width, channels) if channels > 1 else rows
+        if channels == 1:
+            return Frame(pixels, 'rgb')
+        order = 'rgb' if enc.startswith('rgb') else 'bgr'
+        return Frame(pixels[..., :3] if channels == 4 else pixels, order)
+    if enc in _YUV422:
+        if width % 2:
+            raise FrameError(f'{enc} needs an even width, got {width}')
+        packed = np.ascontiguousarray(rows).reshape(height, width, 2)
+        return Frame(cv2.cvtColor(packed, _YUV422[enc]), 'rgb')
+    # Bayer
+    mosaic = np.ascontiguousarray(rows)
+    if bpp == 2:
+        dtype = np.dtype('>u2' if is_bigendian else '<u2')
+        mosaic = _to8(mosaic.view(dtype).reshape(height, width).astype(np.uint16))
+    else:
+        mosaic = mosaic.reshape(height, width)
+    if height < 2 or width < 2:
+        raise FrameError(f'{enc} needs at least 2x2 pixels, got {width}x{height}')
+    return Frame(cv2.cvtColor(mosaic, _BAYER[enc[6:10]]), 'rgb')
+
+
+def _format_of(data: np.ndarray) -> str:
+    head = data[:8].tobytes()
+    if head[:3] == b'\xff\xd8\xff':
+        return 'jpeg'
+    if head == b'\x89PNG\r\n\x1a\n':
+        return 'png'
+    return 'unknown'
+
+
+def decode_compressed(fmt: str, data, max_pixels: int | None = None,
+                      expected: str | None = None) -> Frame:
+    """
+    Decode a ``sensor_msgs/CompressedImage`` (jpeg or png) into a BGR :class:`Frame`.
+
+    ``fmt`` is the message's ``format`` string (only used in messages); the codec is detected
+    from the bytes. ``expected`` ('jpeg'/'png'), when given, rejects the other codec.
+    Truncated files are rejected even where libjpeg would return a partial image.
+    """
+    buf = np.frombuffer(data, np.uint8)
+    if buf.size == 0:
+        raise FrameError(f'compressed image ({fmt!r}) has no data')
+    kind = _format_of(buf)
+    if kind == 'unknown':
+        raise FrameError(f'compressed image ({fmt!r}) is neither JPEG nor PNG (corrupt header)')
+    if expected and kind != expected:
+        raise FrameError(f'compressed image is {kind} but the node expects {expected}')
+    tail = buf[-64:].tobytes().rstrip(b'\x00')
+    if kind == 'jpeg' and not tail.endswith(b'\xff\xd9'):
+        raise FrameError('corrupt or truncated JPEG: no end-of-image marker')
+    if kind == 'png' and b'IEND' not in tail:
+        raise FrameError('corrupt or truncated PNG: no IEND chunk')
+    if max_pixels:
+        size = _header_size(buf, kind)
+        if size is not None and size[0] * size[1] > max_pixels:
+            raise FrameError(f'image {size[1]}x{size[0]} is over the max_pixels limit '
+                             f'{max_pixels}')
+    pixels = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+    if pixels is None or pixels.size == 0:
+        raise FrameError(f'corrupt {kind.upper()}: OpenCV could not decode it')
+    if max_pixels and pixels.shape[0] * pixels.shape[1] > max_pixels:
+        raise FrameError(f'image {pixels.shape[1]}x{pixels.shape[0]} is over the max_pixels '
+                         f'limit {max_pixels}')
+    return Frame(pixels, 'bgr')
+
+
+def _header_size(buf: np.ndarray, kind: str) -> tuple[int, int] | None:
+    """``(height, width)`` from a PNG IHDR or the first JPEG SOF marker, without decoding."""
+    raw = buf[:65536].tobytes()
+    if kind == 'png':
+        if len(raw) < 24:
+            return None
+        return int.from_bytes(raw[20:24], 'big'), int.from_bytes(raw[16:20], 'big')
+    i = 2
+    while i + 9 < len(raw):
+        if raw[i] != 0xFF:
+            return None
+        marker = raw[i + 1]
+        length = int.from_bytes(raw[i + 2:i + 4], 'big')
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(raw[i + 5:i + 7], 'big'), int.from_bytes(raw[i + 7:i + 9], 'big')
+        i += 2 + length
+    return None
+
+
+def native_bigendian() -> bool:
+    """``is_bigendian`` of arrays this machine writes."""
+    return sys.byteorder == 'big'

@@ -1,0 +1,140 @@
+"""The perception node's parameters: one table with defaults, descriptions, ranges, checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                ParameterType)
+
+from .messages import OUTPUT_TASK
+from ..core.registry import PERCEPTION_TASKS
+
+_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
+          float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING,
+          list: ParameterType.PARAMETER_INTEGER_ARRAY}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter."""
+
+    name: str
+    default: Any
+    description: str
+    read_only: bool = False
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def descriptor(self) -> ParameterDescriptor:
+        """ROS descriptor with the description, range and read-only flag."""
+        desc = self.description
+        if self.choices:
+            desc += f" (one of: {', '.join(self.choices)})"
+        d = ParameterDescriptor(name=self.name, type=_TYPES[type(self.default)],
+                                description=desc, read_only=self.read_only)
+        if self.low is not None and isinstance(self.default, float):
+            d.floating_point_range = [FloatingPointRange(from_value=float(self.low),
+                                                         to_value=float(self.high), step=0.0)]
+        elif self.low is not None and isinstance(self.default, int) and \
+                not isinstance(self.default, bool):
+            d.integer_range = [IntegerRange(from_value=int(self.low), to_value=int(self.high),
+                                            step=1)]
+        return d
+
+
+PARAMS: tuple[Param, ...] = (
+    # Models and backend: read-only, applied at configure.
+    Param('tasks', ','.join(PERCEPTION_TASKS), 'comma-separated heads to load: '
+          'pose, seg, normal, pointmap', read_only=True),
+    Param('model_size', '0.4b', 'hub checkpoint size (facebook/sapiens2-<task>-<size>)',
+          read_only=True, choices=('0.4b', '0.8b', '1b', '5b')),
+    Param('model_dir', '', 'directory holding one checkpoint per task in <model_dir>/<task>/',
+          read_only=True),
+    *(Param(f'models.{t}', '', f'checkpoint (hub id or directory) for {t}; overrides '
+            f'model_dir and model_size', read_only=True) for t in PERCEPTION_TASKS),
+    Param('backend', 'torch', 'inference backend (onnxruntime exports the checkpoint to a cached '
+          'ONNX file on first use; tensorrt builds an engine)', read_only=True,
+          choices=('torch', 'onnxruntime', 'tensorrt')),
+    Param('device', 'cpu', 'torch device: cpu, cuda or cuda:N', read_only=True),
+    Param('dtype', 'auto', 'weights dtype (torch) or engine precision (tensorrt); auto: fp32 '
+          'for torch/onnxruntime, bf16 or fp16 for tensorrt', read_only=True,
+          choices=('auto', 'fp32', 'bf16', 'fp16')),
+    Param('cache_dir', '', 'ONNX/TensorRT cache folder (empty: the user cache dir)',
+          read_only=True),
+    Param('cpu_threads', 0, 'torch intra-op CPU threads for this process (0: torch default); '
+          '1 avoids OpenMP oversubscription when the CPU is shared', read_only=True,
+          low=0, high=256),
+    Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)', read_only=True),
+    Param('input_size', [1024, 768], 'model input [height, width], multiples of 16',
+          read_only=True),
+    Param('random_weights', False, 'build tiny random models instead of loading weights '
+          '(graph checks and demos without a download)', read_only=True),
+    Param('autostart', True, 'configure and activate on start (a plain ros2 run works)',
+          read_only=True),
+    # Input.
+    Param('compressed', False, 'subscribe image/compressed (CompressedImage) instead of image',
+          read_only=True),
+    Param('compressed_format', 'any', 'accepted CompressedImage codec', read_only=True,
+          choices=('any', 'jpeg', 'png')),
+    Param('input_reliability', 'best_effort', 'input QoS reliability (best_effort accepts '
+          'both kinds of publishers)', read_only=True, choices=('best_effort', 'reliable')),
+    Param('input_depth', 1, 'input QoS history depth', read_only=True, low=1, high=100),
+    Param('output_depth', 2, 'output QoS history depth (reliable)', read_only=True,
+          low=1, high=5),
+    Param('calibrated', False, 'use camera_info K for a metric pointmap scale; frames '
+          'without a valid camera_info are rejected', read_only=True),
+    Param('max_pixels', 4096 * 4096, 'largest accepted input image (pixels)', low=1,
+          high=1 << 30),
+    # Runtime-changeable.
+    Param('box_source', 'seg', 'pose person boxes: from the seg mask or the full frame',
+          choices=('seg', 'full')),
+    Param('max_persons', 8, 'most persons per frame', low=1, high=64),
+    Param('min_person_area', 0.002, 'smallest seg component kept as a person (frame fraction)',
+          low=0.0, high=0.99),
+    Param('flip_test', False, 'average pose with the mirrored crop (2x pose cost)'),
+    Param('score_threshold', 0.3, 'keypoints below it are left out of pose/markers',
+          low=0.0, high=1.0),
+    Param('overlay_alpha', 0.5, 'seg/overlay blend weight', low=0.0, high=1.0),
+    Param('pointmap_stride', 1, 'keep every n-th pixel of the pointmap (both axes)',
+          low=1, high=64),
+    Param('foreground_only', True, 'pointmap/points and depth only on the person (needs seg)'),
+    Param('publish_all', False, 'build every output and run every task even without '
+          'subscribers (e.g. for recording)'),
+    Param('force_outputs', '', 'comma-separated output suffixes to build without subscribers '
+          '(e.g. "pose/keypoints,seg/labels")'),
+    Param('latency_warn_ms', 500.0, 'diagnostics WARN when latency p95 exceeds it',
+          low=0.0, high=1e6),
+)
+
+PARAM_BY_NAME = {p.name: p for p in PARAMS}
+
+
+def parse_outputs(text: str) -> set[str]:
+    """Parse ``force_outputs``; raise ValueError naming an unknown suffix."""
+    items = {s.strip().strip('/') for s in text.split(',') if s.strip()}
+    unknown = sorted(items - set(OUTPUT_TASK))
+    if unknown:
+        raise ValueError(f'unknown outputs {unknown}; known: {", ".join(OUTPUT_TASK)}')
+    return items
+
+
+def validate(name: str, value: Any, loaded_tasks: tuple[str, ...] = ()) -> str | None:
+    """Return why ``value`` is not acceptable for runtime parameter ``name``, or None."""
+    spec = PARAM_BY_NAME.get(name)
+    if spec is None:
+        return None
+    if spec.choices and value not in spec.choices:
+        return f'{name} must be one of {", ".join(spec.choices)}, got {value!r}'
+    if spec.low is not None and not (spec.low <= value <= spec.high):
+        return f'{name} must be in [{spec.low}, {spec.high}], got {value!r}'
+    if name == 'box_source' and value == 'seg' and loaded_tasks and 'seg' not in loaded_tasks:
+        return 'box_source=seg needs the seg head; load seg or use box_source=full'
+    if name == 'force_outputs':
+        try:
+            parse_outputs(value)
+        except ValueError as exc:
+            return str(exc)
+    return None

@@ -1,0 +1,497 @@
+"""
+Sapiens2 perception as an rclpy lifecycle node: camera frames in, the topic contract out.
+
+configure loads the models and creates the publishers, activate subscribes and starts the worker,
+deactivate/cleanup stop it and free the memory. The subscription callback only stores the newest
+frame; one worker thread runs inference on it, so a fast camera never builds a backlog. A second
+thread builds and publishes the messages of the previous frame meanwhile (at most one waits).
+Valid on Humble's rclpy (no ``with rclpy.init()``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import queue
+import threading
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_default,
+                       QoSProfile, ReliabilityPolicy)
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from std_msgs.msg import String
+
+from .image_codec import decode_compressed, decode_raw
+from .messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
+                       OUTPUT_TASK, TASK_OUTPUTS, TOPIC_TYPES)
+from .node_params import PARAMS, parse_outputs, validate
+from .runtime import LatestSlot, NodeStats, Throttle
+from ..core.errors import FrameError, SapiensError
+from ..core.pipeline import Pipeline, PipelineConfig
+from ..core.registry import parse_tasks
+
+#: Pipeline options the node forwards from its parameters.
+_PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
+                    'pointmap_stride', 'foreground_only')
+
+
+def build_pipeline(tasks: tuple[str, ...], params: dict, log=None) -> Pipeline:
+    """Load (or, with ``random_weights``, build tiny random) models per the node parameters."""
+    input_size = tuple(int(v) for v in params['input_size'])
+    if len(input_size) != 2:
+        raise SapiensError(f'input_size must be [height, width], got {list(input_size)}')
+    config = PipelineConfig(input_size=input_size,
+                            **{k: params[k] for k in _PIPELINE_PARAMS})
+    if config.box_source == 'seg' and 'pose' in tasks and 'seg' not in tasks:
+        if log:
+            log.warning('box_source=seg needs the seg head, which is not loaded: using full')
+        config.box_source = 'full'
+    if params['cpu_threads'] > 0:
+        import torch
+
+        torch.set_num_threads(params['cpu_threads'])
+    dtype = None if params['dtype'] in ('', 'auto') else params['dtype']
+    options = {'cuda_graphs': params['cuda_graphs'], 'progress': False}
+    if params['cache_dir']:
+        options['cache_dir'] = params['cache_dir']
+    if params['random_weights']:
+        from ..backends.factory import make_runner
+        from ..core.configs import random_model
+
+        runners = {}
+        for i, task in enumerate(tasks):
+            model = random_model(task, seed=i, input_size=input_size)
+            runners[task] = make_runner(task, params['backend'], model=model, dtype=dtype,
+                                        device=params['device'], input_size=input_size,
+                                        **options)
+            runners[task].model_id = f'random-tiny-{task}'
+        return Pipeline(runners, config, params['device'])
+    models = {t: params[f'models.{t}'] for t in tasks if params.get(f'models.{t}')}
+    return Pipeline.from_pretrained(tasks, backend=params['backend'], size=params['model_size'],
+                                    model_dir=params['model_dir'] or None, models=models,
+                                    dtype=dtype, device=params['device'], config=config,
+                                    **options)
+
+
+@dataclasses.dataclass
+class _Job:
+    """One inferred frame on its way to the publish stage."""
+
+    header: object
+    result: object
+    frame: object
+    options: MessageOptions
+    tasks: tuple
+
+
+def _stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+class PerceptionNode(LifecycleNode):
+    """Lifecycle node running the Sapiens2 heads on the newest camera frame."""
+
+    def __init__(self, node_name: str = 'perception_node', **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        for spec in PARAMS:
+            self.declare_parameter(spec.name, spec.default, spec.descriptor())
+        self.pipeline: Pipeline | None = None
+        self.tasks: tuple[str, ...] = ()
+        self.stats = NodeStats()
+        self._slot = LatestSlot()
+        self._throttle = Throttle(2.0)
+        self._lock = threading.Lock()  # guards the pipeline config and the message options
+        self._pubs: dict = {}
+        self._info_pubs: dict = {}
+        self._subs: list = []
+        self._camera_info: CameraInfo | None = None
+        self._worker: threading.Thread | None = None
+        self._publisher: threading.Thread | None = None
+        self._jobs: queue.Queue = queue.Queue(maxsize=1)
+        self._infer_busy = self._publish_busy = False
+        self._running = threading.Event()
+        self._input_group = MutuallyExclusiveCallbackGroup()
+        self._options = MessageOptions()
+        self._forced: set[str] = set()
+        self._apply_runtime({p.name: self._param(p.name) for p in PARAMS})
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
+                                               qos_profile_system_default)
+        self._diag_timer = self.create_timer(1.0, self.publish_diagnostics)
+        if self.get_parameter('autostart').value and \
+                self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
+
+    # ----------------------------------------------------------------- parameters
+    def _param(self, name: str):
+        return self.get_parameter(name).value
+
+    def _params(self) -> dict:
+        return {p.name: self._param(p.name) for p in PARAMS}
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        for p in params:
+            reason = validate(p.name, p.value, self.tasks)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        self._apply_runtime({p.name: p.value for p in params})
+        return SetParametersResult(successful=True)
+
+    def _apply_runtime(self, values: dict) -> None:
+        with self._lock:
+            for name in ('score_threshold', 'overlay_alpha', 'foreground_only'):
+                if name in values:
+                    setattr(self._options, name, values[name])
+            if 'force_outputs' in values:
+                self._forced = parse_outputs(values['force_outputs'])
+            if self.pipeline is not None:
+                for name in _PIPELINE_PARAMS:
+                    if name in values:
+                        setattr(self.pipeline.config, name, values[name])
+
+    # ----------------------------------------------------------------- lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Load the models and create the publishers."""
+        try:
+            self.tasks = parse_tasks(self._param('tasks'))
+            unknown = [t for t in self.tasks if t not in TASK_OUTPUTS]
+            if unknown:
+                raise SapiensError(f'the node runs pose, seg, normal and pointmap; '
+                                   f'not {unknown}')
+            t0 = time.perf_counter()
+            self.pipeline = build_pipeline(self.tasks, self._params(), self.get_logger())
+            self.get_logger().info(
+                f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
+                f'{self.pipeline.device} ({self._model_ids()})')
+        except (SapiensError, OSError, ValueError, ImportError) as exc:
+            self.get_logger().error(f'configure failed: {exc}')
+            self.pipeline = None
+            return TransitionCallbackReturn.FAILURE
+        depth = self._param('output_depth')
+        out_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST)
+        info_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        for task in self.tasks:
+            for suffix in TASK_OUTPUTS[task]:
+                self._pubs[suffix] = self.create_lifecycle_publisher(
+                    TOPIC_TYPES[suffix], suffix, out_qos)
+            if task in INFO_TOPICS:
+                self._info_pubs[INFO_TOPICS[task]] = self.create_lifecycle_publisher(
+                    String, INFO_TOPICS[task], info_qos)
+        return super().on_configure(state)
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Subscribe to the camera and start the worker."""
+        result = super().on_activate(state)
+        for suffix, msg in info_messages(self.tasks).items():
+            self._info_pubs[suffix].publish(msg)
+        reliability = (ReliabilityPolicy.RELIABLE if self._param('input_reliability') ==
+                       'reliable' else ReliabilityPolicy.BEST_EFFORT)
+        in_qos = QoSProfile(depth=self._param('input_depth'), reliability=reliability,
+                            history=HistoryPolicy.KEEP_LAST)
+        if self._param('compressed'):
+            self._subs.append(self.create_subscription(
+                CompressedImage, 'image/compressed', self._on_image, in_qos,
+                callback_group=self._input_group))
+        else:
+            self._subs.append(self.create_subscription(
+                Image, 'image', self._on_image, in_qos, callback_group=self._input_group))
+        self._subs.append(self.create_subscription(
+            CameraInfo, 'camera_info', self._on_camera_info, in_qos,
+            callback_group=self._input_group))
+        self._running.set()
+        self._worker = threading.Thread(target=self._work, name='sapiens_infer', daemon=True)
+        self._publisher = threading.Thread(target=self._publish_loop, name='sapiens_publish',
+                                           daemon=True)
+        self._worker.start()
+        self._publisher.start()
+        self.get_logger().info(f'active: listening on {self._subs[0].topic_name}')
+        return result
+
+    def _stop(self) -> None:
+        self._running.clear()
+        for thread in (self._worker, self._publisher):
+            if thread is not None:
+                thread.join()
+        self._worker = self._publisher = None
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs.clear()
+        self._slot.clear()
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Unsubscribe, stop the worker and release cached device memory."""
+        self._stop()
+        _free_device_memory(self.pipeline)
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Drop the models and the publishers."""
+        self._release()
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop everything from any state."""
+        self._stop()
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Recover to unconfigured after an error in a transition."""
+        self._stop()
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _release(self) -> None:
+        destroy = getattr(self, 'destroy_lifecycle_publisher', self.destroy_publisher)
+        for pub in list(self._pubs.values()) + list(self._info_pubs.values()):
+            destroy(pub)
+        self._pubs.clear()
+        self._info_pubs.clear()
+        device = self.pipeline.device if self.pipeline is not None else None
+        self.pipeline = None
+        gc.collect()
+        _free_device_memory(None, device)
+
+    def shutdown_worker(self) -> None:
+        """Join the worker thread (call before destroying the node)."""
+        self._stop()
+
+    # ----------------------------------------------------------------- input
+    def _on_image(self, msg) -> None:
+        self.stats.on_received()
+        self._slot.put((msg, time.monotonic()))
+
+    def _on_camera_info(self, msg: CameraInfo) -> None:
+        self._camera_info = msg
+
+    def _bad(self, kind: str, text: str) -> None:
+        self.stats.on_bad(kind)
+        suppressed = self._throttle.check(kind)
+        if suppressed is not None:
+            more = f' ({suppressed} more since the last report)' if suppressed else ''
+            self.get_logger().error(f'bad input ({kind}): {text}; frame skipped{more}')
+
+    def _decode(self, msg):
+        max_pixels = self._param('max_pixels')
+        if isinstance(msg, CompressedImage):
+            fmt = self._param('compressed_format')
+            return decode_compressed(msg.format, msg.data, max_pixels,
+                                     None if fmt == 'any' else fmt)
+        return decode_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data,
+                          bool(msg.is_bigendian), max_pixels)
+
+    def _focal(self, size: tuple[int, int]) -> float:
+        info = self._camera_info
+        if info is None:
+            raise FrameError('calibrated mode but no camera_info received yet')
+        fx = float(info.k[0])
+        if not math.isfinite(fx) or fx <= 0:
+            raise FrameError(f'camera_info K[0] (fx) must be a positive focal length, got {fx}')
+        if info.width and info.height and (info.height, info.width) != size:
+            raise FrameError(f'camera_info is for {info.width}x{info.height} but the image is '
+                             f'{size[1]}x{size[0]}')
+        return fx
+
+    # ----------------------------------------------------------------- worker
+    def wanted_outputs(self) -> set[str]:
+        """Return the outputs with a subscriber, plus the forced ones."""
+        if self._param('publish_all'):
+            return set(self._pubs)
+        subscribed = {s for s, pub in self._pubs.items() if pub.get_subscription_count() > 0}
+        return subscribed | (self._forced & set(self._pubs))
+
+    def _work(self) -> None:
+        """Inference stage: newest frame in, one finished result handed to the publish stage."""
+        while self._running.is_set():
+            item = self._slot.take(0.1)
+            if item is None:
+                continue
+            self._infer_busy = True
+            try:
+                job = self.infer(item[0])
+                while job is not None and self._running.is_set():
+                    try:  # at most one result waits: no backlog, build overlaps inference
+                        self._jobs.put(job, timeout=0.1)
+                        job = None
+                    except queue.Full:
+                        continue
+            except Exception as exc:  # noqa: BLE001 - the worker must survive any frame
+                self._bad('internal', f'{type(exc).__name__}: {exc}')
+            finally:
+                self._infer_busy = False
+
+    def _publish_loop(self) -> None:
+        """Publish stage: build and publish the messages of one result at a time."""
+        while self._running.is_set() or not self._jobs.empty():
+            try:
+                job = self._jobs.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self._publish_busy = True
+            try:
+                self.publish(job)
+            except Exception as exc:  # noqa: BLE001 - the publisher must survive any frame
+                self._bad('internal', f'{type(exc).__name__}: {exc}')
+            finally:
+                self._publish_busy = False
+
+    @property
+    def busy(self) -> bool:
+        """Tell whether a frame is being processed or its messages are being published."""
+        return self._infer_busy or self._publish_busy or not self._jobs.empty()
+
+    def infer(self, msg) -> _Job | None:
+        """Decode ``msg`` and run the tasks whose outputs are wanted; None when skipped/bad."""
+        outputs = self.wanted_outputs()
+        tasks = tuple(t for t in self.tasks if any(OUTPUT_TASK[s] == t for s in outputs))
+        if not tasks:
+            self.stats.idle_skipped += 1
+            return None
+        try:
+            frame = self._decode(msg)
+        except FrameError as exc:
+            kind = 'compressed' if isinstance(msg, CompressedImage) else 'image'
+            self._bad(kind, str(exc))
+            return None
+        fx = None
+        if self._param('calibrated') and 'pointmap' in tasks:
+            try:
+                fx = self._focal(frame.pixels.shape[:2])
+            except FrameError as exc:
+                self._bad('camera_info', str(exc))
+                return None
+        with self._lock:
+            try:
+                result = self.pipeline(frame.pixels, color_order=frame.color_order, fx=fx,
+                                       tasks=tasks)[0]
+            except SapiensError as exc:
+                self._bad('inference', str(exc))
+                return None
+            options = dataclasses.replace(self._options, outputs=outputs)
+        problem = _non_finite(result)
+        if problem:
+            self._bad('model_nan', f'the model produced non-finite {problem}')
+            return None
+        if 'pose' in tasks and 'seg' not in tasks and result.seg is not None:
+            tasks = ('seg',) + tasks  # the pipeline ran seg for the person boxes
+        return _Job(msg.header, result, frame, options, tasks)
+
+    def publish(self, job: _Job) -> dict:
+        """Build and publish one result's messages; return them."""
+        wants_image = any(s.endswith('overlay') for s in job.options.outputs)
+        image = job.frame.rgb() if wants_image else None
+        msgs = build_messages(job.header, job.result, job.options, image)
+        for suffix, out in msgs.items():
+            self._pubs[suffix].publish(out)
+        latency = None
+        if _stamp_ns(job.header.stamp) > 0:
+            latency = (self.get_clock().now().nanoseconds - _stamp_ns(job.header.stamp)) / 1e6
+        self.stats.on_processed(latency, job.result.timings, job.tasks)
+        return msgs
+
+    # ----------------------------------------------------------------- diagnostics
+    def _model_ids(self) -> str:
+        if self.pipeline is None:
+            return ''
+        return ', '.join(f'{t}={r.model_id}' for t, r in self.pipeline.runners.items())
+
+    def publish_diagnostics(self) -> DiagnosticArray:
+        """Publish (and return) the node's DiagnosticArray on /diagnostics."""
+        snap = self.stats.snapshot(self._slot.dropped)
+        warn_ms = self._param('latency_warn_ms')
+        status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: sapiens perception',
+                                  hardware_id=str(self._param('device')))
+        state = 'active' if self._running.is_set() else \
+            ('configured' if self.pipeline is not None else 'unconfigured')
+        if self.pipeline is None:
+            status.level, status.message = DiagnosticStatus.WARN, 'not configured'
+        elif math.isfinite(snap['latency_p95_ms']) and snap['latency_p95_ms'] > warn_ms:
+            status.level = DiagnosticStatus.WARN
+            status.message = (f"latency p95 {snap['latency_p95_ms']:.0f} ms over "
+                              f'{warn_ms:.0f} ms')
+        else:
+            status.level, status.message = DiagnosticStatus.OK, state
+        values = {
+            'state': state,
+            'input_rate_hz': f"{snap['input_rate_hz']:.2f}",
+            'processed_rate_hz': f"{snap['processed_rate_hz']:.2f}",
+            'dropped_rate_hz': f"{snap['dropped_rate_hz']:.2f}",
+            'frames_received': snap['received'], 'frames_processed': snap['processed'],
+            'frames_dropped': snap['dropped'], 'frames_idle_skipped': snap['idle_skipped'],
+            'latency_p50_ms': f"{snap['latency_p50_ms']:.1f}",
+            'latency_p95_ms': f"{snap['latency_p95_ms']:.1f}",
+            'latency_warn_ms': warn_ms,
+            'backend': self._param('backend'), 'dtype': self._param('dtype'),
+            'device': str(self.pipeline.device) if self.pipeline else self._param('device'),
+            'tasks_loaded': ','.join(self.tasks), 'tasks_run': ','.join(snap['tasks_run']),
+            'bad_inputs_total': sum(snap['bad_inputs'].values()),
+        }
+        if self.pipeline is not None:
+            for t, r in self.pipeline.runners.items():
+                values[f'model.{t}'] = r.model_id
+                values[f'runner.{t}'] = getattr(r, 'name', type(r).__name__)
+        values.update({f'stage.{k}_ms': f'{v:.1f}' for k, v in snap['stage_ms'].items()})
+        values.update({f'bad_input.{k}': v for k, v in snap['bad_inputs'].items()})
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(msg)
+        return msg
+
+
+def _non_finite(result) -> str | None:
+    """Return the first output with NaN/inf values (a broken model or a bad dtype), or None."""
+    import numpy as np
+
+    if result.pose is not None and len(result.pose) and \
+            not (np.isfinite(result.pose.keypoints).all() and
+                 np.isfinite(result.pose.scores).all()):
+        return 'pose keypoints'
+    if result.normal is not None and not np.isfinite(result.normal.normals).all():
+        return 'normals'
+    if result.pointmap is not None and not np.isfinite(result.pointmap.xyz).all():
+        return 'pointmap'
+    return None
+
+
+def _free_device_memory(pipeline, device=None) -> None:
+    """Return cached CUDA memory to the driver when the models live on a GPU."""
+    device = device if device is not None else getattr(pipeline, 'device', None)
+    if device is not None and getattr(device, 'type', '') == 'cuda':
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of ``ros2 run sapiens_ros perception_node``."""
+    rclpy.init(args=args)
+    node = None
+    executor = MultiThreadedExecutor()
+    try:
+        node = PerceptionNode()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.shutdown_worker()
+            executor.remove_node(node)
+            node.destroy_node()
+        executor.shutdown()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

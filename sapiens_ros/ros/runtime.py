@@ -1,0 +1,114 @@
+"""ROS-free building blocks of the node: the latest-frame slot, rate/latency stats, throttling."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+
+class LatestSlot:
+    """Holds only the newest item; ``put`` over an untaken item counts one dropped frame."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._item: Any = None
+        self.dropped = 0
+
+    def put(self, item: Any) -> None:
+        """Store ``item``, replacing (and counting) any frame the worker has not taken yet."""
+        with self._cond:
+            if self._item is not None:
+                self.dropped += 1
+            self._item = item
+            self._cond.notify()
+
+    def take(self, timeout: float = 0.1) -> Any:
+        """Return the newest item and empty the slot, or None after ``timeout`` seconds."""
+        with self._cond:
+            if self._item is None:
+                self._cond.wait(timeout)
+            item, self._item = self._item, None
+            return item
+
+    def clear(self) -> None:
+        """Forget a pending item (not counted as dropped)."""
+        with self._cond:
+            self._item = None
+
+
+class Throttle:
+    """Allow one message per key every ``period`` seconds, counting the suppressed ones."""
+
+    def __init__(self, period: float = 2.0) -> None:
+        self.period = period
+        self._last: dict[str, float] = {}
+        self._suppressed: Counter = Counter()
+
+    def check(self, key: str) -> int | None:
+        """Return the number suppressed since the last allowed message, or None to stay quiet."""
+        now = time.monotonic()
+        if now - self._last.get(key, -1e9) < self.period:
+            self._suppressed[key] += 1
+            return None
+        self._last[key] = now
+        return self._suppressed.pop(key, 0)
+
+
+class NodeStats:
+    """Counters and windows the diagnostics report (thread-safe, cheap to update)."""
+
+    def __init__(self, window: int = 50) -> None:
+        self._lock = threading.Lock()
+        self.received = 0
+        self.processed = 0
+        self.idle_skipped = 0  # frames with no subscribed output
+        self.bad_inputs: Counter = Counter()
+        self.latencies_ms: deque = deque(maxlen=window)
+        self.stage_ms: dict[str, float] = {}
+        self.tasks_run: tuple[str, ...] = ()
+        self._mark = (time.monotonic(), 0, 0, 0)
+
+    def on_received(self) -> None:
+        """Count one input frame."""
+        with self._lock:
+            self.received += 1
+
+    def on_bad(self, kind: str) -> None:
+        """Count one rejected input of ``kind``."""
+        with self._lock:
+            self.bad_inputs[kind] += 1
+
+    def on_processed(self, latency_ms: float | None, stages: dict[str, float],
+                     tasks: tuple[str, ...]) -> None:
+        """Record one processed frame."""
+        with self._lock:
+            self.processed += 1
+            if latency_ms is not None:
+                self.latencies_ms.append(latency_ms)
+            self.stage_ms = dict(stages)
+            self.tasks_run = tasks
+
+    def snapshot(self, dropped: int) -> dict[str, Any]:
+        """Rates since the previous snapshot, totals, and percentiles of the last latencies."""
+        with self._lock:
+            now = time.monotonic()
+            t0, rec0, proc0, drop0 = self._mark
+            dt = max(now - t0, 1e-6)
+            lat = np.asarray(self.latencies_ms, np.float64)
+            out = {
+                'input_rate_hz': (self.received - rec0) / dt,
+                'processed_rate_hz': (self.processed - proc0) / dt,
+                'dropped_rate_hz': (dropped - drop0) / dt,
+                'received': self.received, 'processed': self.processed, 'dropped': dropped,
+                'idle_skipped': self.idle_skipped,
+                'latency_p50_ms': float(np.percentile(lat, 50)) if lat.size else float('nan'),
+                'latency_p95_ms': float(np.percentile(lat, 95)) if lat.size else float('nan'),
+                'stage_ms': dict(self.stage_ms), 'bad_inputs': dict(self.bad_inputs),
+                'tasks_run': self.tasks_run,
+            }
+            self._mark = (now, self.received, self.processed, dropped)
+            return out

@@ -1,0 +1,142 @@
+"""
+A stand-in camera: plays the sample photo, a video file or a bag's images at a fixed rate.
+
+Publishes ``image`` (sensor_msgs/Image, bgr8) and ``camera_info`` with matching headers, so the
+perception graph can be seen working without hardware.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Header
+
+from .image_codec import decode_compressed, decode_raw
+from .messages import image_msg
+
+
+def bundled_photo() -> np.ndarray:
+    """Return the sample photo (scikit-image's astronaut, as the CLI uses) as BGR uint8."""
+    from ..cli import sample_image_path
+
+    return cv2.imread(str(sample_image_path()), cv2.IMREAD_COLOR)
+
+
+def bag_frames(path: str, topic: str = ''):
+    """Yield BGR frames from the first (or the named) image topic of a rosbag2 / ROS 1 bag."""
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([Path(path)]) as reader:
+        conns = [c for c in reader.connections
+                 if c.msgtype in ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+                 and (not topic or c.topic == topic)]
+        if not conns:
+            raise ValueError(f'{path} has no sensor_msgs Image/CompressedImage topic {topic}')
+        for conn, _, raw in reader.messages(connections=conns[:1]):
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.msgtype.endswith('CompressedImage'):
+                frame = decode_compressed(msg.format, msg.data)
+            else:
+                frame = decode_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data,
+                                   bool(msg.is_bigendian))
+            yield frame.pixels if frame.color_order == 'bgr' else cv2.cvtColor(
+                frame.rgb(), cv2.COLOR_RGB2BGR)
+
+
+def video_frames(path: str):
+    """Yield BGR frames from a video file (OpenCV)."""
+    cap = cv2.VideoCapture(path)
+    if not cap.isOpened():
+        raise ValueError(f'cannot open video {path!r}')
+    try:
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                return
+            yield frame
+    finally:
+        cap.release()
+
+
+def camera_info_for(header: Header, height: int, width: int, fov_deg: float) -> CameraInfo:
+    """Pinhole ``CameraInfo`` with the given horizontal field of view, no distortion."""
+    fx = 0.5 * width / np.tan(np.radians(fov_deg) / 2)
+    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
+    info = CameraInfo(header=header, height=height, width=width, distortion_model='plumb_bob')
+    info.d = [0.0] * 5
+    info.k = [fx, 0.0, cx, 0.0, fx, cy, 0.0, 0.0, 1.0]
+    info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    info.p = [fx, 0.0, cx, 0.0, 0.0, fx, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return info
+
+
+class SampleCamera(Node):
+    """Publishes frames of a photo, video or bag on ``image`` + ``camera_info`` at ``rate``."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(kwargs.pop('node_name', 'sample_camera'), **kwargs)
+        self.declare_parameter('source', '')
+        self.declare_parameter('topic', '')
+        self.declare_parameter('rate', 5.0)
+        self.declare_parameter('frame_id', 'camera_optical_frame')
+        self.declare_parameter('fov_deg', 60.0)
+        self.declare_parameter('loop', True)
+        self.declare_parameter('reliable', False)
+        qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
+        self.image_pub = self.create_publisher(Image, 'image', qos)
+        self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
+        self.sent = 0
+        self._frames = self._open()
+        rate = float(self.get_parameter('rate').value)
+        self.timer = self.create_timer(1.0 / max(rate, 1e-3), self.tick)
+
+    def _open(self):
+        source = self.get_parameter('source').value
+        if not source:
+            return iter([bundled_photo()])
+        if Path(source).is_dir() or source.endswith(('.bag', '.mcap', '.db3')):
+            return bag_frames(source, self.get_parameter('topic').value)
+        return video_frames(source)
+
+    def tick(self) -> None:
+        """Publish the next frame (the last one again when a single photo)."""
+        try:
+            self._frame = next(self._frames)
+        except StopIteration:
+            if not hasattr(self, '_frame'):
+                return
+            if self.get_parameter('loop').value and self.get_parameter('source').value:
+                self._frames = self._open()
+        header = Header(frame_id=self.get_parameter('frame_id').value)
+        header.stamp = self.get_clock().now().to_msg()
+        height, width = self._frame.shape[:2]
+        self.info_pub.publish(camera_info_for(header, height, width,
+                                              self.get_parameter('fov_deg').value))
+        self.image_pub.publish(image_msg(header, self._frame, 'bgr8'))
+        self.sent += 1
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of ``ros2 run sapiens_ros sample_camera``."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SampleCamera()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

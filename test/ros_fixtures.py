@@ -1,0 +1,55 @@
+"""Shared helpers for the ROS tests: tiny random checkpoints and the session's domain id."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import tempfile
+
+TEST_INPUT_SIZE = (256, 192)
+ALL_TASKS = ('pose', 'seg', 'normal', 'pointmap')
+_ROOT: Path | None = None
+
+
+def tiny_model_dir() -> Path:
+    """
+    Directory with one tiny random checkpoint per perception task (built once a session).
+
+    The pointmap config is built for the test input size, since its scale MLP depends on it.
+    """
+    global _ROOT
+    if _ROOT is None:
+        from sapiens_ros.core.configs import random_model
+
+        root = Path(tempfile.mkdtemp(prefix='sapiens_ros_tiny_'))
+        for i, task in enumerate(ALL_TASKS):
+            random_model(task, seed=i, input_size=TEST_INPUT_SIZE).save_pretrained(root / task)
+        _ROOT = root
+    return _ROOT
+
+
+def tiny_pipeline(tasks=ALL_TASKS, **config):
+    """Load a pipeline of tiny checkpoints through the real loader."""
+    from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+
+    return Pipeline.from_pretrained(list(tasks), model_dir=str(tiny_model_dir()),
+                                    config=PipelineConfig(input_size=TEST_INPUT_SIZE, **config))
+
+
+def session_domain_id() -> int:
+    """Pick this test session's ROS_DOMAIN_ID once and export it for child processes."""
+    if 'SAPIENS_TEST_DOMAIN' not in os.environ:
+        try:
+            import domain_coordinator
+
+            ctx = domain_coordinator.domain_id()
+            domain = int(ctx.__enter__())
+            _HELD.append(ctx)  # held until the interpreter exits
+        except Exception:  # noqa: BLE001 - the coordinator is optional
+            domain = 1 + os.getpid() % 100
+        os.environ['SAPIENS_TEST_DOMAIN'] = str(domain)
+        os.environ['ROS_DOMAIN_ID'] = str(domain)
+    return int(os.environ['SAPIENS_TEST_DOMAIN'])
+
+
+_HELD: list = []

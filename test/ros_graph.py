@@ -1,0 +1,98 @@
+"""A small harness for ROS tests: one Context per test, an executor thread joined at close."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from ros_fixtures import session_domain_id, TEST_INPUT_SIZE, tiny_model_dir
+
+
+def qos(reliable: bool = True, depth: int = 10, latched: bool = False) -> QoSProfile:
+    """Build a QoS profile for test publishers and subscribers."""
+    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE if reliable
+                      else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
+                      else DurabilityPolicy.VOLATILE)
+
+
+class Graph:
+    """Owns a Context, a tester node and a spinning MultiThreadedExecutor."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch_threads = torch.get_num_threads()
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=session_domain_id())
+        self.tester = rclpy.create_node('tester', context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor.add_node(self.tester)
+        self.nodes = [self.tester]
+        self.received: dict[str, list] = {}
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def perception(self, **params):
+        """Start a PerceptionNode on the tiny checkpoints (test input size) with ``params``."""
+        from sapiens_ros.ros.perception_node import PerceptionNode
+
+        # One torch thread: the node shares the CPU with the tester (and other test processes);
+        # oversubscribed OpenMP threads make the tiny models ~30x slower.
+        values = {'model_dir': str(tiny_model_dir()), 'input_size': list(TEST_INPUT_SIZE),
+                  'cpu_threads': 1}
+        values.update(params)
+        node = PerceptionNode(context=self.context, parameter_overrides=[
+            Parameter(k, value=v) for k, v in values.items()])
+        self.add(node)
+        return node
+
+    def add(self, node):
+        """Spin ``node`` on the executor."""
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def collect(self, msg_type, topic: str, profile: QoSProfile | None = None) -> list:
+        """Subscribe the tester to ``topic`` and return the list messages are appended to."""
+        box = self.received.setdefault(topic, [])
+        self.tester.create_subscription(msg_type, topic, box.append, profile or qos())
+        return box
+
+    def publisher(self, msg_type, topic: str, profile: QoSProfile | None = None):
+        """Create a tester publisher."""
+        return self.tester.create_publisher(msg_type, topic, profile or qos())
+
+    @staticmethod
+    def wait(pred, timeout: float = 10.0, period: float = 0.02) -> bool:
+        """Poll ``pred`` until it is true or ``timeout`` passes."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if pred():
+                return True
+            time.sleep(period)
+        return bool(pred())
+
+    def wait_for_subscribers(self, pub, count: int = 1, timeout: float = 5.0) -> None:
+        """Wait until ``pub`` is matched (discovery), so the first message is not lost."""
+        assert self.wait(lambda: pub.get_subscription_count() >= count, timeout), \
+            f'no subscriber matched {pub.topic_name}'
+
+    def close(self) -> None:
+        """Stop workers, join the spin thread, destroy the nodes, shut the context down."""
+        for node in self.nodes:
+            stop = getattr(node, 'shutdown_worker', None)
+            if stop:
+                stop()
+        self.executor.shutdown()
+        self._thread.join(10)
+        for node in self.nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        import torch
+
+        torch.set_num_threads(self._torch_threads)  # the node's cpu_threads is process-wide
