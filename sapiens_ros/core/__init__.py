@@ -1,4 +1,5 @@
-"""ROS-free Sapiens2 inference core: loading, pre/post-processing, backends seam, pipeline.
+"""
+ROS-free Sapiens2 inference core: loading, pre/post-processing, backends seam, pipeline.
 
 Nothing in this package imports rclpy.
 """

@@ -16,7 +16,7 @@ BOX_SOURCES = ('seg', 'full', 'given')
 
 
 def full_frame_box(image_size: tuple[int, int]) -> np.ndarray:
-    """The whole frame as one ``(1, 4)`` xyxy box (pixel edges)."""
+    """Return the whole frame as one ``(1, 4)`` xyxy box (pixel edges)."""
     height, width = image_size
     return np.array([[-0.5, -0.5, width - 0.5, height - 0.5]], dtype=np.float32)
 
@@ -43,7 +43,8 @@ def check_boxes(boxes: np.ndarray) -> np.ndarray:
 
 def crop_windows(boxes: torch.Tensor, input_size: tuple[int, int],
                  padding: float = BOX_PADDING) -> tuple[torch.Tensor, torch.Tensor]:
-    """Centres ``(N, 2)`` and window sizes ``(N, 2)`` (w, h): boxes enlarged and fixed to aspect.
+    """
+    Centres ``(N, 2)`` and window sizes ``(N, 2)`` (w, h): boxes enlarged and fixed to aspect.
 
     The window keeps the model input aspect (3:4 for 1024x768) by growing the short side, as
     Sapiens and mmpose do.
@@ -58,7 +59,8 @@ def crop_windows(boxes: torch.Tensor, input_size: tuple[int, int],
 def foreground_boxes(logits: torch.Tensor, letterbox: Letterbox, *, factor: int = 4,
                      min_area: float = 0.002, max_persons: int = 8,
                      fg_threshold: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
-    """Person boxes from the connected components of the seg foreground of one frame.
+    """
+    Person boxes from the connected components of the seg foreground of one frame.
 
     ``logits`` is the seg output ``(C, h, w)`` over the model input. The foreground probability
     (1 - p(background)) is computed on the device at ``1/factor`` resolution, so only a small map
@@ -75,7 +77,8 @@ def foreground_boxes(logits: torch.Tensor, letterbox: Letterbox, *, factor: int 
     rh, rw = letterbox.resized_size
     fy, fx = in_h / low_h, in_w / low_w
     valid = torch.zeros_like(prob, dtype=torch.bool)
-    valid[int(np.ceil(top / fy)):int((top + rh) // fy), int(np.ceil(left / fx)):int((left + rw) // fx)] = True
+    rows = slice(int(np.ceil(top / fy)), int((top + rh) // fy))
+    valid[rows, int(np.ceil(left / fx)):int((left + rw) // fx)] = True
     prob = torch.where(valid, prob, torch.zeros_like(prob)).cpu().numpy()
     mask = (prob > fg_threshold).astype(np.uint8)
     count, comp, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)

@@ -1,4 +1,5 @@
-"""Sapiens2 configs built in code: the real layouts (for random-weight benchmarks) and tiny ones.
+"""
+Sapiens2 configs built in code: the real layouts (for random-weight benchmarks) and tiny ones.
 
 The tiny configs keep each head's real structure (transposed-conv pose/seg decoders, pixel-shuffle
 normal/pointmap decoders, the pointmap scale MLP) with small widths, so tests and
@@ -31,13 +32,14 @@ _TRANSPOSED = {'pose', 'seg'}
 def _head(task: str, size: str, tiny: bool) -> dict:
     if tiny:
         heads = {
-            'pose': dict(upsample_out_channels=[32, 24], conv_out_channels=[16, 16, 8]),
-            'seg': dict(upsample_out_channels=[16, 16, 8, 8], conv_out_channels=[8, 8]),
-            'normal': dict(upsample_out_channels=[16, 16, 8, 8], conv_out_channels=[8, 8, 8]),
-            'pointmap': dict(upsample_out_channels=[16, 16, 8, 8], conv_out_channels=[8, 8, 8],
-                             scale_conv_out_channels=[16, 8, 4],
-                             scale_final_hidden_sizes=[16, 8]),
-            'matting': dict(upsample_out_channels=[16, 16, 8, 8], conv_out_channels=[8, 8, 8]),
+            'pose': {'upsample_out_channels': [32, 24], 'conv_out_channels': [16, 16, 8]},
+            'seg': {'upsample_out_channels': [16, 16, 8, 8], 'conv_out_channels': [8, 8]},
+            'normal': {'upsample_out_channels': [16, 16, 8, 8], 'conv_out_channels': [8, 8, 8]},
+            'pointmap': {'upsample_out_channels': [16, 16, 8, 8],
+                         'conv_out_channels': [8, 8, 8],
+                         'scale_conv_out_channels': [16, 8, 4],
+                         'scale_final_hidden_sizes': [16, 8]},
+            'matting': {'upsample_out_channels': [16, 16, 8, 8], 'conv_out_channels': [8, 8, 8]},
         }
     else:
         hidden = BACKBONES[size][0]
@@ -45,15 +47,15 @@ def _head(task: str, size: str, tiny: bool) -> dict:
         normal_up = [1536, 768, 512, 256] if size == '5b' else [768, 512, 256, 128]
         normal_conv = [128, 64, 32] if size == '5b' else [64, 32, 16]
         heads = {
-            'pose': dict(upsample_out_channels=pose[0], conv_out_channels=pose[1]),
-            'seg': dict(upsample_out_channels=[512, 256, 128, 64], conv_out_channels=[64, 64]),
-            'normal': dict(upsample_out_channels=normal_up, conv_out_channels=normal_conv),
-            'pointmap': dict(upsample_out_channels=[1536, 768, 512, 256],
-                             conv_out_channels=[64, 32, 16],
-                             scale_conv_out_channels=[hidden, 512, 128],
-                             scale_final_hidden_sizes=[512, 128]),
-            'matting': dict(upsample_out_channels=[768, 512, 256, 128],
-                            conv_out_channels=[64, 32, 16]),
+            'pose': {'upsample_out_channels': pose[0], 'conv_out_channels': pose[1]},
+            'seg': {'upsample_out_channels': [512, 256, 128, 64], 'conv_out_channels': [64, 64]},
+            'normal': {'upsample_out_channels': normal_up, 'conv_out_channels': normal_conv},
+            'pointmap': {'upsample_out_channels': [1536, 768, 512, 256],
+                         'conv_out_channels': [64, 32, 16],
+                         'scale_conv_out_channels': [hidden, 512, 128],
+                         'scale_final_hidden_sizes': [512, 128]},
+            'matting': {'upsample_out_channels': [768, 512, 256, 128],
+                        'conv_out_channels': [64, 32, 16]},
         }
     head = dict(heads[task])
     if task in _TRANSPOSED:
@@ -65,22 +67,23 @@ def _head(task: str, size: str, tiny: bool) -> dict:
 
 def sapiens2_config(task: str, size: str = '0.4b', *, tiny: bool = False,
                     input_size: tuple[int, int] = (1024, 768)):
-    """A ``Sapiens2Config`` for ``task``: the real layout of ``size``, or a tiny one."""
+    """Build a ``Sapiens2Config`` for ``task``: the real layout of ``size``, or a tiny one."""
     from transformers import Sapiens2Config, Sapiens2HeadConfig
 
     spec = task_spec(task)
     if tiny:
-        backbone = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, num_key_value_attention_heads=1,
-                        num_first_full_attention_layers=1, num_last_full_attention_layers=0)
+        backbone = {'hidden_size': 32, 'num_hidden_layers': 2, 'num_attention_heads': 2,
+                    'intermediate_size': 64, 'num_key_value_attention_heads': 1,
+                    'num_first_full_attention_layers': 1, 'num_last_full_attention_layers': 0}
     else:
         size = check_size(task, size)
         hidden, layers, heads, inter, kv = BACKBONES[size]
-        backbone = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=inter, num_key_value_attention_heads=kv,
-                        num_first_full_attention_layers=8, num_last_full_attention_layers=8)
-    kwargs = dict(backbone, image_size=list(input_size), patch_size=16, num_register_tokens=8,
-                  architectures=[spec.model_class])
+        backbone = {'hidden_size': hidden, 'num_hidden_layers': layers,
+                    'num_attention_heads': heads, 'intermediate_size': inter,
+                    'num_key_value_attention_heads': kv,
+                    'num_first_full_attention_layers': 8, 'num_last_full_attention_layers': 8}
+    kwargs = {**backbone, 'image_size': list(input_size), 'patch_size': 16,
+              'num_register_tokens': 8, 'architectures': [spec.model_class]}
     if task in NUM_LABELS:
         kwargs['head_config'] = Sapiens2HeadConfig(**_head(task, size, tiny))
         kwargs['num_labels'] = NUM_LABELS[task]
@@ -93,7 +96,7 @@ def sapiens2_config(task: str, size: str = '0.4b', *, tiny: bool = False,
 
 def random_model(task: str, size: str = '0.4b', *, tiny: bool = True, seed: int = 0,
                  input_size: tuple[int, int] = (1024, 768)):
-    """A randomly initialised Sapiens2 model (eval mode) for ``task``."""
+    """Build a randomly initialised Sapiens2 model (eval mode) for ``task``."""
     import torch
 
     torch.manual_seed(seed)
@@ -102,9 +105,11 @@ def random_model(task: str, size: str = '0.4b', *, tiny: bool = True, seed: int 
 
 
 def save_random_checkpoints(root: str | Path, tasks: tuple[str, ...] | list[str], *,
-                            tiny: bool = True, size: str = '0.4b', seed: int = 0) -> Path:
+                            tiny: bool = True, size: str = '0.4b', seed: int = 0,
+                            input_size: tuple[int, int] = (1024, 768)) -> Path:
     """Write one random ``save_pretrained`` checkpoint per task into ``root/<task>/``."""
     root = Path(root)
     for i, task in enumerate(tasks):
-        random_model(task, size, tiny=tiny, seed=seed + i).save_pretrained(root / task)
+        model = random_model(task, size, tiny=tiny, seed=seed + i, input_size=input_size)
+        model.save_pretrained(root / task)
     return root

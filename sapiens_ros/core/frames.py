@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -47,7 +47,8 @@ class UploadedFrame:
 
 
 class FrameBatch:
-    """Frames uploaded and normalised once, shared by every head of the pipeline.
+    """
+    Frames uploaded and normalised once, shared by every head of the pipeline.
 
     ``pixel_values`` is the letterboxed, normalised ``(B, 3, H_in, W_in)`` batch for the dense
     heads; :meth:`crops` samples pose crops from the same uploaded frames.
@@ -96,7 +97,8 @@ class FrameBatch:
 
     def crops(self, frame_index: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
               out_size: tuple[int, int]) -> torch.Tensor:
-        """Sample normalised crops ``(N, 3, h, w)`` for boxes given as centre and size (UDP).
+        """
+        Sample normalised crops ``(N, 3, h, w)`` for boxes given as centre and size (UDP).
 
         Crop pixel ``(0, 0)`` is the window's top-left corner and ``(w-1, h-1)`` its bottom-right
         (``align_corners=True``), the convention the heatmap decoder inverts.

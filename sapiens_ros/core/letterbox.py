@@ -1,4 +1,5 @@
-"""Aspect-preserving resize + centred padding, and the exact maps between image and model pixels.
+"""
+Aspect-preserving resize + centred padding, and the exact maps between image and model pixels.
 
 Pixel coordinates are continuous with pixel centres at integers (``0 .. W-1``). Resizing uses the
 half-pixel convention of ``F.interpolate(..., align_corners=False)``, so for the resized image
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,13 @@ class Letterbox:
     pad: tuple[int, int]  # (top, left) padding
 
     @classmethod
-    def fit(cls, image_size: tuple[int, int], input_size: tuple[int, int]) -> 'Letterbox':
+    def fit(cls, image_size: tuple[int, int], input_size: tuple[int, int]) -> Letterbox:
         """Fit ``image_size`` into ``input_size`` keeping the aspect ratio, padding centred."""
         height, width = image_size
         in_h, in_w = input_size
         ratio = min(in_h / height, in_w / width)
-        new_h = min(in_h, max(1, int(round(height * ratio))))
-        new_w = min(in_w, max(1, int(round(width * ratio))))
+        new_h = min(in_h, max(1, round(height * ratio)))
+        new_w = min(in_w, max(1, round(width * ratio)))
         return cls((height, width), (in_h, in_w), (new_h, new_w),
                    ((in_h - new_h) // 2, (in_w - new_w) // 2))
 
@@ -41,7 +43,7 @@ class Letterbox:
 
     @property
     def ratio(self) -> float:
-        """The nominal resize ratio ``r`` (model pixels per image pixel)."""
+        """Return the nominal resize ratio ``r`` (model pixels per image pixel)."""
         return min(self.input_size[0] / self.image_size[0],
                    self.input_size[1] / self.image_size[1])
 
@@ -60,7 +62,8 @@ class Letterbox:
                          (xy[..., 1] - self.pad[0] + 0.5) / sy - 0.5], axis=-1)
 
     def sampling_grid(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """``grid_sample`` grid (``align_corners=False``) at image pixels ``xs`` x ``ys``.
+        """
+        ``grid_sample`` grid (``align_corners=False``) at image pixels ``xs`` x ``ys``.
 
         Works for any head output resolution that spans the whole model input, because the
         normalised coordinate of an image pixel does not depend on the output size.
@@ -75,34 +78,62 @@ class Letterbox:
         return torch.stack([gx, gy], dim=-1)[None, None]
 
     def normalized(self, xs: torch.Tensor, ys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Normalised ``[-1, 1]`` model coordinates of image coordinates ``xs`` and ``ys``."""
+        """
+        Normalised ``[-1, 1]`` model coordinates of image coordinates ``xs`` and ``ys``.
+
+        Coordinates are clamped to the resized frame, so samples never blend in the padding
+        (the same edge rule as cropping the frame out and interpolating it).
+        """
         sx, sy = self.scale
-        in_h, in_w = self.input_size
-        gx = ((xs + 0.5) * sx + self.pad[1]) * (2.0 / in_w) - 1.0
-        gy = ((ys + 0.5) * sy + self.pad[0]) * (2.0 / in_h) - 1.0
-        return gx, gy
+        (in_h, in_w), (rh, rw), (top, left) = self.input_size, self.resized_size, self.pad
+        mx = ((xs + 0.5) * sx - 0.5).clamp(0, rw - 1) + left
+        my = ((ys + 0.5) * sy - 0.5).clamp(0, rh - 1) + top
+        return (mx + 0.5) * (2.0 / in_w) - 1.0, (my + 0.5) * (2.0 / in_h) - 1.0
 
 
 def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
                mode: str = 'bilinear') -> torch.Tensor:
-    """Resample a head output ``(C, h, w)`` at the frame's pixels (every ``stride``-th one).
+    """
+    Resample a head output ``(C, h, w)`` at the frame's pixels (every ``stride``-th one).
 
-    Removes the padding and undoes the resize in one ``grid_sample``; returns
-    ``(C, ceil(H/stride), ceil(W/stride))``.
+    Removes the padding and undoes the resize; returns ``(C, ceil(H/stride), ceil(W/stride))``
+    in the dtype of ``maps``. When the padding falls on whole output pixels (every Sapiens2
+    head) and ``stride`` is 1 this is a crop plus ``F.interpolate``, which runs in any dtype;
+    otherwise a ``grid_sample`` with float32 coordinates.
     """
     height, width = letterbox.image_size
+    crop = _output_crop(maps.shape[-2:], letterbox)
+    if stride == 1 and crop is not None:
+        top, left, bottom, right = crop
+        return F.interpolate(maps[None, :, top:bottom, left:right], size=(height, width),
+                             mode=mode, **({'align_corners': False} if mode == 'bilinear'
+                                           else {}))[0]
     dev = maps.device
     xs = torch.arange(0, width, stride, device=dev, dtype=torch.float32)
     ys = torch.arange(0, height, stride, device=dev, dtype=torch.float32)
-    grid = letterbox.sampling_grid(xs, ys).to(maps.dtype)
-    return torch.nn.functional.grid_sample(maps[None], grid, mode=mode, padding_mode='border',
-                                           align_corners=False)[0]
+    grid = letterbox.sampling_grid(xs, ys)
+    out = F.grid_sample(maps[None].float(), grid, mode=mode, padding_mode='border',
+                        align_corners=False)[0]
+    return out.to(maps.dtype)
+
+
+def _output_crop(out_hw: tuple[int, int] | torch.Size,
+                 letterbox: Letterbox) -> tuple[int, int, int, int] | None:
+    """Return ``(top, left, bottom, right)`` of the frame in an output map, if integral."""
+    fy = out_hw[0] / letterbox.input_size[0]
+    fx = out_hw[1] / letterbox.input_size[1]
+    (top, left), (rh, rw) = letterbox.pad, letterbox.resized_size
+    edges = (top * fy, left * fx, (top + rh) * fy, (left + rw) * fx)
+    rounded = tuple(round(e) for e in edges)
+    if all(abs(e - r) < 1e-6 for e, r in zip(edges, rounded, strict=True)):
+        return rounded
+    return None
 
 
 def sample_points(maps: torch.Tensor, letterbox: Letterbox, xy: torch.Tensor,
                   mode: str = 'bilinear') -> torch.Tensor:
     """Sample a head output ``(C, h, w)`` at image points ``xy (N, 2)``; returns ``(N, C)``."""
-    grid = letterbox.point_grid(xy.float()).to(maps.dtype)
-    out = torch.nn.functional.grid_sample(maps[None], grid, mode=mode, padding_mode='border',
-                                          align_corners=False)
-    return out[0, :, 0].T
+    grid = letterbox.point_grid(xy.float())
+    out = F.grid_sample(maps[None].float(), grid, mode=mode, padding_mode='border',
+                        align_corners=False)
+    return out[0, :, 0].T.to(maps.dtype)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import logging
 import os
 from pathlib import Path
-from typing import Mapping
 
 import torch
 
@@ -52,7 +52,7 @@ def parse_device(device: str | torch.device) -> torch.device:
 
 
 def is_local_source(source: str) -> bool:
-    """True when ``source`` names a local path rather than a hub id."""
+    """Return True when ``source`` names a local path rather than a hub id."""
     return (os.path.exists(source) or source.startswith(('/', './', '../', '~'))
             or source.count('/') > 1 or os.sep != '/' and os.sep in source)
 
@@ -60,7 +60,8 @@ def is_local_source(source: str) -> bool:
 def resolve_sources(tasks: tuple[str, ...] | list[str], size: str | None = None,
                     model_dir: str | None = None,
                     overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Pick the checkpoint (hub id or local dir) for each task.
+    """
+    Pick the checkpoint (hub id or local dir) for each task.
 
     The convention is the same everywhere (CLI, node parameters, replay): ``overrides[task]``
     wins, then ``<model_dir>/<task>/``, then the hub id ``facebook/sapiens2-<task>-<size>``.
@@ -122,7 +123,7 @@ def load_config(source: str):
 
 
 def checkpoint_task(config) -> str | None:
-    """The task a checkpoint's config serves, from its ``architectures``; None if unknown."""
+    """Return the task a checkpoint's config serves (from ``architectures``), or None."""
     for arch in getattr(config, 'architectures', None) or ():
         for name, spec in TASKS.items():
             if spec.model_class == arch:
@@ -174,31 +175,43 @@ def patch_size(config) -> tuple[int, int]:
     return (p, p) if isinstance(p, int) else (int(p[0]), int(p[1]))
 
 
-def _scale_features(config, height: int, width: int) -> int:
-    """Flattened size the pointmap scale head sees for a ``height x width`` input."""
-    head = config.head_config
+def _scale_grid(config, height: int, width: int) -> tuple[int, int]:
+    """Feature grid the pointmap scale head flattens for a ``height x width`` input."""
     ph, pw = patch_size(config)
     fh, fw = height // ph, width // pw
-    for k in head.scale_conv_kernel_sizes:
+    for k in config.head_config.scale_conv_kernel_sizes:
         pad = (k - 1) // 2
         fh = (fh + 2 * pad - k) // 2 + 1
         fw = (fw + 2 * pad - k) // 2 + 1
-    return fh * fw * head.scale_conv_out_channels[-1]
+    return fh, fw
+
+
+def _scale_features(config, height: int, width: int) -> int:
+    """Flattened size the pointmap scale head sees for a ``height x width`` input."""
+    fh, fw = _scale_grid(config, height, width)
+    return fh * fw * config.head_config.scale_conv_out_channels[-1]
 
 
 def has_scale_head(config) -> bool:
-    """True when a pointmap config predicts the focal-length scale."""
+    """Return True when a pointmap config predicts the focal-length scale."""
     head = getattr(config, 'head_config', None)
     return bool(head is not None and head.scale_conv_out_channels)
 
 
 def scale_head_sizes(config, limit: int = 2048) -> tuple[list[int], list[int]]:
-    """Heights and widths (multiples of the patch) that the pointmap scale head can take."""
+    """
+    Heights and widths (multiples of the patch) the pointmap scale head takes as trained.
+
+    These keep the training feature grid; other sizes with the same flattened size also run
+    but feed the MLP transposed features.
+    """
     ph, pw = patch_size(config)
-    want = config.head_config.scale_final_input_size
-    ok = [(h, w) for h in range(ph, limit + 1, ph) for w in range(pw, limit + 1, pw)
-          if _scale_features(config, h, w) == want]
-    return sorted({h for h, _ in ok}), sorted({w for _, w in ok})
+    size = config.image_size
+    train_h, train_w = (size, size) if isinstance(size, int) else size
+    want = _scale_grid(config, train_h, train_w)
+    hs = [h for h in range(ph, limit + 1, ph) if _scale_grid(config, h, train_w)[0] == want[0]]
+    ws = [w for w in range(pw, limit + 1, pw) if _scale_grid(config, train_h, w)[1] == want[1]]
+    return hs, ws
 
 
 def check_input_size(task: str, config, input_size: tuple[int, int]) -> tuple[int, int]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-import json
+from functools import cache
 from importlib import resources
+import json
 
 import numpy as np
 
@@ -14,7 +14,7 @@ import numpy as np
 class KeypointInfo:
     """Names, flip pairs and skeleton of the 308-keypoint Sapiens2 format."""
 
-    format: str
+    format: str  # noqa: A003
     names: tuple[str, ...]
     flip_pairs: np.ndarray  # (P, 2) int64
     skeleton: np.ndarray  # (L, 2) int64 keypoint indices
@@ -43,7 +43,7 @@ class KeypointInfo:
 class SegClassInfo:
     """Names and fixed palette of the 29 Sapiens2 body-part classes."""
 
-    format: str
+    format: str  # noqa: A003
     names: tuple[str, ...]
     palette: np.ndarray  # (C, 3) uint8 RGB
 
@@ -57,9 +57,9 @@ def _load(name: str) -> dict:
     return json.loads(resources.files('sapiens_ros').joinpath('data', name).read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def keypoint_info() -> KeypointInfo:
-    """The 308-keypoint metadata (``data/keypoints308.json``)."""
+    """Load the 308-keypoint metadata (``data/keypoints308.json``)."""
     raw = _load('keypoints308.json')
     names = tuple(raw['names'])
     index = {n: i for i, n in enumerate(names)}
@@ -74,7 +74,7 @@ def keypoint_info() -> KeypointInfo:
 
 
 def _palette(n: int) -> np.ndarray:
-    """A fixed, well separated palette; class 0 (background) is black."""
+    """Build a fixed, well separated palette; class 0 (background) is black."""
     golden = 0.618033988749895
     hsv = np.zeros((n, 1, 3), np.uint8)
     hue = (np.arange(n) * golden) % 1.0
@@ -88,9 +88,9 @@ def _palette(n: int) -> np.ndarray:
     return rgb
 
 
-@lru_cache(maxsize=None)
+@cache
 def seg_class_info() -> SegClassInfo:
-    """The 29 body-part classes (``data/seg29_classes.json``) and their palette."""
+    """Load the 29 body-part classes (``data/seg29_classes.json``) and their palette."""
     raw = _load('seg29_classes.json')
     names = tuple(raw['classes'])
     return SegClassInfo(format=raw['format'], names=names, palette=_palette(len(names)))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 import math
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -67,7 +67,8 @@ class FrameResult:
 
 
 class Pipeline:
-    """Runs a set of Sapiens2 heads on camera frames.
+    """
+    Runs a set of Sapiens2 heads on camera frames.
 
     Each frame is uploaded and normalised once (:class:`FrameBatch`) and shared by every head.
     Pre- and post-processing stay on the runners' device; only the final arrays reach the host.
@@ -92,7 +93,7 @@ class Pipeline:
     def from_pretrained(cls, tasks: str | Sequence[str], *, size: str | None = None,
                         model_dir: str | None = None, models: Mapping[str, str] | None = None,
                         dtype: str = 'fp32', device: str = 'cpu',
-                        config: PipelineConfig | None = None) -> 'Pipeline':
+                        config: PipelineConfig | None = None) -> Pipeline:
         """Load every task's checkpoint (``models`` > ``model_dir/<task>`` > hub) and build."""
         tasks = parse_tasks(tasks)
         config = config or PipelineConfig()
@@ -106,7 +107,7 @@ class Pipeline:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        """The tasks this pipeline runs, in run order."""
+        """Return the tasks this pipeline runs, in run order."""
         return tuple(t for t in RUN_ORDER if t in self.runners)
 
     def _flip_permutation(self, info) -> np.ndarray:
@@ -123,7 +124,8 @@ class Pipeline:
                  boxes: Sequence[np.ndarray | None] | None = None,
                  fx: Sequence[float | None] | float | None = None,
                  tasks: Sequence[str] | None = None) -> list[FrameResult]:
-        """Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
+        """
+        Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
 
         ``boxes`` gives per-frame xyxy person boxes for pose (None: ``config.box_source``);
         ``fx`` gives per-frame calibrated focal lengths for a metric pointmap (None: the
@@ -148,7 +150,8 @@ class Pipeline:
         if 'seg' in run:
             logits = self.runners['seg'](batch.pixel_values)['logits']
             timer.mark('seg.forward')
-            dev['labels'] = [seg_labels(logits[i], f.letterbox) for i, f in enumerate(batch.frames)]
+            dev['labels'] = [seg_labels(logits[i], f.letterbox)
+                             for i, f in enumerate(batch.frames)]
             if 'pose' in run:
                 dev['seg_boxes'] = [foreground_boxes(
                     logits[i], f.letterbox, min_area=cfg.min_person_area,
@@ -157,7 +160,8 @@ class Pipeline:
         if 'normal' in run:
             raw = self.runners['normal'](batch.pixel_values)['normals']
             timer.mark('normal.forward')
-            dev['normals'] = [unit_normals(raw[i], f.letterbox) for i, f in enumerate(batch.frames)]
+            dev['normals'] = [unit_normals(raw[i], f.letterbox)
+                              for i, f in enumerate(batch.frames)]
             timer.mark('normal.decode')
         if 'pointmap' in run:
             out = self.runners['pointmap'](batch.pixel_values)
@@ -203,10 +207,10 @@ class Pipeline:
             if lab is not None and cfg.foreground_only:
                 keep &= lab != 0
             ys, xs = keep.nonzero(as_tuple=True)
-            items.append(dict(xyz=xyz, points=xyz[keep], colors=rgb[keep],
-                              labels=None if lab is None else lab[keep],
-                              pixels=torch.stack([xs, ys], -1) * stride,
-                              scale=scale, scale_source=source, stride=stride))
+            items.append({'xyz': xyz, 'points': xyz[keep], 'colors': rgb[keep],
+                          'labels': None if lab is None else lab[keep],
+                          'pixels': torch.stack([xs, ys], -1) * stride,
+                          'scale': scale, 'scale_source': source, 'stride': stride})
         return items
 
     def _pose(self, batch: FrameBatch, boxes: list, dev: dict, timer: StageTimer) -> None:
@@ -253,7 +257,7 @@ class Pipeline:
                       dev: dict) -> list[torch.Tensor]:
         """Bilinear pointmap samples at the keypoints; NaN where the pixel is background."""
         out = []
-        for i, (frame, chunk) in enumerate(zip(batch.frames, xy.split(counts))):
+        for i, (frame, chunk) in enumerate(zip(batch.frames, xy.split(counts), strict=True)):
             pm = dev['pointmap'][i]
             flat = chunk.reshape(-1, 2)
             height, width = frame.size

@@ -71,7 +71,7 @@ def hub_id(task: str, size: str = DEFAULT_SIZE) -> str:
 
 
 def model_class(task: str) -> type:
-    """The transformers class that implements ``task``."""
+    """Return the transformers class that implements ``task``."""
     import transformers
 
     return getattr(transformers, task_spec(task).model_class)

@@ -1,4 +1,5 @@
-"""The seam between the pipeline and a backend: one callable per task, tensors in and out.
+"""
+The seam between the pipeline and a backend: one callable per task, tensors in and out.
 
 A runner takes the normalised float32 batch ``(B, 3, H, W)`` on the pipeline's device and returns
 the raw head outputs under fixed names, so pre- and post-processing never depend on the backend
@@ -52,7 +53,7 @@ class TorchRunner:
 
     @property
     def config(self):
-        """The transformers config of the wrapped model."""
+        """Return the transformers config of the wrapped model."""
         return self.model.config
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:

@@ -8,7 +8,8 @@ import torch
 
 
 class StageTimer:
-    """Records named stage boundaries; on CUDA with events, so no extra syncs are needed.
+    """
+    Records named stage boundaries; on CUDA with events, so no extra syncs are needed.
 
     Call :meth:`mark` after each stage. :meth:`result` (call it after the final device-to-host
     copy, which synchronises anyway) returns milliseconds per stage.

@@ -40,7 +40,8 @@ def depth_colors(depth: np.ndarray, mask: np.ndarray | None = None) -> np.ndarra
 def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
                   boxes: np.ndarray | None = None, threshold: float = 0.3,
                   radius: int = 2) -> np.ndarray:
-    """Draw persons' skeleton links, keypoints and boxes above ``threshold``; RGB out.
+    """
+    Draw persons' skeleton links, keypoints and boxes above ``threshold``; RGB out.
 
     Vectorised: one polyline call for all links and one dilation for all points.
     """
@@ -59,8 +60,8 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     inside = (pts[:, 0] >= 0) & (pts[:, 0] < width) & (pts[:, 1] >= 0) & (pts[:, 1] < height)
     mask = np.zeros((height, width), np.uint8)
     mask[pts[inside, 1], pts[inside, 0]] = 255
-    mask = cv2.dilate(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE,
-                                                       (2 * radius + 1, 2 * radius + 1)))
+    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+    mask = cv2.dilate(mask, disk)
     out[mask > 0] = (255, 64, 32)
     if boxes is not None:
         for x1, y1, x2, y2 in np.round(boxes).astype(int):

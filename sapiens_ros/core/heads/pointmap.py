@@ -33,7 +33,7 @@ class PointmapResult:
 
 
 def calibrated_scale(fx: float, letterbox: Letterbox) -> float:
-    """The scale of a camera with focal length ``fx`` (image pixels): ``768 / (fx * r)``."""
+    """Return the scale of a camera with focal length ``fx`` (image pixels): ``768 / (fx * r)``."""
     return CANONICAL_FOCAL / (float(fx) * letterbox.ratio)
 
 

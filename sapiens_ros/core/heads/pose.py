@@ -23,8 +23,8 @@ class PoseResult:
     box_scores: np.ndarray  # (P,) float32
 
     @classmethod
-    def empty(cls, num_keypoints: int) -> 'PoseResult':
-        """A result with no person."""
+    def empty(cls, num_keypoints: int) -> PoseResult:
+        """Return a result with no person."""
         return cls(np.zeros((0, num_keypoints, 2), np.float32),
                    np.zeros((0, num_keypoints), np.float32),
                    np.zeros((0, 4), np.float32), np.zeros((0,), np.float32))
@@ -47,7 +47,8 @@ def flip_back(heatmaps: torch.Tensor, permutation: torch.Tensor) -> torch.Tensor
 
 
 def decode_heatmaps(heatmaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sub-pixel keypoints ``(N, K, 2)`` (heatmap pixels) and scores ``(N, K)``.
+    """
+    Sub-pixel keypoints ``(N, K, 2)`` (heatmap pixels) and scores ``(N, K)``.
 
     Argmax, then DARK-UDP refinement (Gaussian blur, log, one Newton step) evaluated only on a
     13x13 window around each peak: the same numbers as blurring the whole map, at a tiny cost.

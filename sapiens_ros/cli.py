@@ -1,0 +1,80 @@
+"""``sapiens-ros`` command line: ``infer`` here; other subcommands register from their modules."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+from pathlib import Path
+import sys
+import tempfile
+
+#: Modules that add a subcommand with ``add_parser(subparsers)`` and ``run(args) -> int``.
+SUBCOMMAND_MODULES = ('sapiens_ros.cli_infer',)
+
+NOISE_BANNER = """\
+************************************************************************
+*  --random-weights: TINY RANDOMLY INITIALISED MODELS.                 *
+*  Every output below is NOISE. Use it to check the graph, not results. *
+************************************************************************"""
+
+
+def sample_image_path() -> Path:
+    """Return the bundled sample photo (scikit-image's astronaut), as a PNG path."""
+    try:
+        import skimage
+
+        path = Path(skimage.__file__).parent / 'data' / 'astronaut.png'
+        if path.is_file():
+            return path
+        from skimage import data
+
+        image = data.astronaut()
+    except ImportError:
+        raise SystemExit('the sample photo needs scikit-image: pip install scikit-image') from None
+    import cv2
+
+    path = Path(tempfile.gettempdir()) / 'sapiens_ros_astronaut.png'
+    cv2.imwrite(str(path), image[..., ::-1])
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog='sapiens-ros', description='Sapiens2 human perception: CLI for the ROS 2 package.')
+    parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
+    sub = parser.add_subparsers(dest='command', required=True)
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:  # an optional subcommand whose deps are missing
+            logging.getLogger(__name__).debug('subcommand %s unavailable: %s', name, exc)
+            continue
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``sapiens-ros`` console script."""
+    os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format='[%(levelname)s] %(name)s: %(message)s')
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    from .core.errors import SapiensError
+
+    try:
+        return int(args.run(args) or 0)
+    except SapiensError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""``sapiens-ros infer``: run the heads on image files and write every output."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import tempfile
+import time
+
+import cv2
+import numpy as np
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the ``infer`` subcommand."""
+    p = sub.add_parser('infer', help='run Sapiens2 heads on images and write the outputs',
+                       description='Run Sapiens2 heads on images. Without IMAGE, uses the '
+                                   'bundled sample photo.')
+    p.add_argument('images', nargs='*', metavar='IMAGE', help='image files (default: sample)')
+    add_model_args(p)
+    p.add_argument('--boxes', default='seg',
+                   help="person boxes for pose: 'seg', 'full', or 'X1,Y1,X2,Y2[;...]'")
+    p.add_argument('--flip', action='store_true', help='pose flip test')
+    p.add_argument('--fx', type=float, default=None,
+                   help='calibrated focal length in pixels for a metric pointmap')
+    p.add_argument('--stride', type=int, default=1, help='pointmap pixel stride')
+    p.add_argument('--out', required=True, help='output directory')
+    p.set_defaults(run=run)
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """Model-selection flags shared by every subcommand that loads models."""
+    from .core.registry import DEFAULT_SIZE, PERCEPTION_TASKS
+
+    p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS),
+                   help='comma-separated tasks (pose,seg,normal,pointmap,matting,backbone)')
+    src = p.add_mutually_exclusive_group()
+    src.add_argument('--size', default=None, help=f'hub model size (default {DEFAULT_SIZE})')
+    src.add_argument('--model-dir', default=None,
+                     help='directory with one save_pretrained checkpoint per task: DIR/<task>/')
+    src.add_argument('--random-weights', action='store_true',
+                     help='tiny random models (offline smoke test: outputs are noise)')
+    p.add_argument('--model', action='append', default=[], metavar='TASK=ID_OR_PATH',
+                   help='override one task (repeatable)')
+    p.add_argument('--input-size', default='1024x768', help='model input HxW')
+    p.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
+    p.add_argument('--dtype', default='fp32', choices=['fp32', 'bf16', 'fp16'])
+
+
+def parse_hw(text: str) -> tuple[int, int]:
+    """Parse ``HxW`` into a tuple."""
+    from .core.errors import InputSizeError
+
+    try:
+        h, w = (int(v) for v in text.lower().split('x'))
+    except ValueError:
+        raise InputSizeError(f'input size must look like 1024x768, got {text!r}') from None
+    return h, w
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """Parse repeated ``TASK=ID_OR_PATH`` flags."""
+    from .core.errors import UnknownTaskError
+
+    out = {}
+    for item in items:
+        task, sep, source = item.partition('=')
+        if not sep or not source:
+            raise UnknownTaskError(f'--model expects TASK=ID_OR_PATH, got {item!r}')
+        out[task.strip()] = source.strip()
+    return out
+
+
+def pipeline_from_args(args: argparse.Namespace, config):
+    """Build the Pipeline the model flags describe (random weights go through save/load too)."""
+    from .core.pipeline import Pipeline
+    from .core.registry import parse_tasks
+
+    tasks = parse_tasks(args.tasks)
+    model_dir = args.model_dir
+    if args.random_weights:
+        from .cli import NOISE_BANNER
+        from .core.configs import save_random_checkpoints
+
+        print(NOISE_BANNER, flush=True)
+    if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
+        tasks = ('seg',) + tasks
+    with tempfile.TemporaryDirectory(prefix='sapiens_ros_random_') as tmp:
+        if args.random_weights:  # saved and loaded back through the real loader
+            model_dir = save_random_checkpoints(tmp, tasks, input_size=config.input_size)
+        return Pipeline.from_pretrained(tasks, size=args.size, model_dir=model_dir,
+                                        models=parse_overrides(args.model), dtype=args.dtype,
+                                        device=args.device, config=config)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``infer``."""
+    from .cli import NOISE_BANNER, sample_image_path
+    from .core.boxes import parse_boxes
+    from .core.errors import FrameError
+    from .core.outputs import write_frame_outputs
+    from .core.pipeline import PipelineConfig
+
+    boxes = None
+    box_source = args.boxes if args.boxes in ('seg', 'full') else 'full'
+    if args.boxes not in ('seg', 'full'):
+        boxes = parse_boxes(args.boxes)
+    config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=box_source,
+                            flip_test=args.flip, pointmap_stride=args.stride)
+    pipe = pipeline_from_args(args, config)
+    paths = [Path(p) for p in args.images] or [sample_image_path()]
+    for path in paths:
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if image is None:
+            raise FrameError(f'cannot read image {str(path)!r}')
+        start = time.perf_counter()
+        result = pipe(image, color_order='bgr', boxes=[boxes] if boxes is not None else None,
+                      fx=args.fx)[0]
+        ms = (time.perf_counter() - start) * 1e3
+        written = write_frame_outputs(args.out, path.stem, np.ascontiguousarray(image[..., ::-1]),
+                                      result)
+        persons = len(result.pose) if result.pose is not None else 0
+        stages = ', '.join(f'{k} {v:.0f}' for k, v in result.timings.items() if k != 'total')
+        print(f'{path.name}: {image.shape[1]}x{image.shape[0]}, {persons} person(s), '
+              f'{ms:.0f} ms ({stages}) -> {len(written)} files in {args.out}')
+    if args.random_weights:
+        print(NOISE_BANNER)
+    return 0

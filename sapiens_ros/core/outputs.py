@@ -1,0 +1,89 @@
+"""Write pipeline results to files: overlays, keypoint JSON, label PNG, normals, PLY clouds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from .pipeline import FrameResult
+from .visualize import depth_colors, draw_skeleton, normal_colors, seg_overlay
+
+
+def write_ply(path: str | Path, points: np.ndarray, colors: np.ndarray,
+              labels: np.ndarray | None = None) -> None:
+    """Binary little-endian PLY with xyz float32, rgb uchar and an optional uchar label."""
+    fields = [('x', '<f4'), ('y', '<f4'), ('z', '<f4'),
+              ('red', 'u1'), ('green', 'u1'), ('blue', 'u1')]
+    if labels is not None:
+        fields.append(('label', 'u1'))
+    rows = np.empty(len(points), dtype=fields)
+    rows['x'], rows['y'], rows['z'] = points[:, 0], points[:, 1], points[:, 2]
+    rows['red'], rows['green'], rows['blue'] = colors[:, 0], colors[:, 1], colors[:, 2]
+    if labels is not None:
+        rows['label'] = labels
+    types = {'<f4': 'float', 'u1': 'uchar'}
+    header = ['ply', 'format binary_little_endian 1.0', f'element vertex {len(rows)}']
+    header += [f'property {types[t]} {n}' for n, t in fields] + ['end_header']
+    with open(path, 'wb') as f:
+        f.write(('\n'.join(header) + '\n').encode('ascii'))
+        f.write(rows.tobytes())
+
+
+def read_ply(path: str | Path) -> np.ndarray:
+    """Read a PLY written by :func:`write_ply` back into a structured array."""
+    data = Path(path).read_bytes()
+    end = data.index(b'end_header\n') + len(b'end_header\n')
+    types = {'float': '<f4', 'uchar': 'u1'}
+    fields = []
+    for line in data[:end].decode('ascii').splitlines():
+        parts = line.split()
+        if parts[:1] == ['property']:
+            fields.append((parts[2], types[parts[1]]))
+    return np.frombuffer(data[end:], dtype=fields)
+
+
+def _png(path: Path, rgb: np.ndarray) -> None:
+    cv2.imwrite(str(path), np.ascontiguousarray(rgb[..., ::-1]))
+
+
+def write_frame_outputs(out_dir: str | Path, stem: str, image_rgb: np.ndarray,
+                        result: FrameResult, score_threshold: float = 0.3) -> list[Path]:
+    """Write every output of one frame as ``<stem>.<kind>``; return the written paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def path(suffix: str) -> Path:
+        p = out / f'{stem}.{suffix}'
+        written.append(p)
+        return p
+
+    if result.pose is not None:
+        pose = result.pose
+        _png(path('pose.png'), draw_skeleton(image_rgb, pose.keypoints, pose.scores,
+                                             pose.boxes, score_threshold))
+        doc = {'boxes': pose.boxes.tolist(), 'box_scores': pose.box_scores.tolist(),
+               'keypoints': pose.keypoints.tolist(), 'scores': pose.scores.tolist()}
+        if result.keypoints_xyz is not None:
+            doc['keypoints_xyz'] = np.where(np.isfinite(result.keypoints_xyz),
+                                            result.keypoints_xyz, None).tolist()
+        path('keypoints.json').write_text(json.dumps(doc))
+    if result.seg is not None:
+        _png(path('seg.png'), seg_overlay(image_rgb, result.seg.labels))
+        cv2.imwrite(str(path('labels.png')), result.seg.labels)
+    if result.normal is not None:
+        colors = normal_colors(result.normal.normals)
+        _png(path('normal.png'), cv2.addWeighted(image_rgb, 0.4, colors, 0.6, 0.0))
+        _png(path('normals.png'), colors)
+        np.save(path('normals.npy'), result.normal.normals.astype(np.float32))
+    if result.pointmap is not None:
+        pm = result.pointmap
+        _png(path('pointmap.png'), depth_colors(pm.depth))
+        write_ply(path('pointmap.ply'), pm.points, pm.colors, pm.labels)
+    if result.matting is not None:
+        cv2.imwrite(str(path('matting.png')), np.clip(result.matting * 255, 0, 255).astype(
+            np.uint8))
+    return written
