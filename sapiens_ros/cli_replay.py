@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         'replay', help='run the heads on every frame of a rosbag2 bag, into a new bag',
         description='Deterministic offline replay: every Image/CompressedImage frame of '
-                    'INPUT_BAG goes through the pipeline; the node\'s topics go to OUTPUT_BAG '
+                    "INPUT_BAG goes through the pipeline; the node's topics go to OUTPUT_BAG "
                     '(failed frames get a /sapiens/errors record).')
     p.add_argument('input', metavar='INPUT_BAG', help='rosbag2 directory (sqlite3 or mcap)')
     p.add_argument('--out', required=True, metavar='OUTPUT_BAG', help='output bag directory')
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                             flip_test=args.flip, pointmap_stride=args.stride)
     pipe = pipeline_from_args(args, config)
     options = ReplayOptions(
-        input=args.input, output=args.out, topics=topics or None, batch=args.batch,
+        input_bag=args.input, output_bag=args.out, topics=topics or None, batch=args.batch,
         start=args.start, end=args.end, every=args.every, storage=args.storage,
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
         namespace=args.namespace, progress=not args.no_progress)

@@ -43,8 +43,8 @@ OUTPUT_DEPTH = 2
 class ReplayOptions:
     """What to replay and how (the ``sapiens-ros replay`` flags)."""
 
-    input: str
-    output: str
+    input_bag: str
+    output_bag: str
     topics: Sequence[str] | None = None
     batch: int = 1
     start: float | None = None  # seconds from the bag start
@@ -142,7 +142,7 @@ class Replayer:
         if options.batch < 1 or options.every < 1:
             raise BagError('--batch and --every must be >= 1')
         self.suffixes = [s for t in self.tasks for s in TASK_OUTPUTS[t]]
-        self.summary = Summary(output=str(options.output))
+        self.summary = Summary(output=str(options.output_bag))
         self._jobs: queue.Queue = queue.Queue(maxsize=4)
         self._fatal: BaseException | None = None
         self._done_keys: set = set()
@@ -167,7 +167,7 @@ class Replayer:
         self.total = -(-total // self.opt.every)
 
     def _open_output(self) -> tuple[OutputBag, PartialRun | None]:
-        out = Path(self.opt.output)
+        out = Path(self.opt.output_bag)
         partial = None
         if out.exists():
             if not self.opt.resume:
@@ -210,19 +210,18 @@ class Replayer:
     def run(self) -> Summary:
         """Replay the bag; return the summary (the output bag is closed in every case)."""
         t0 = time.monotonic()
-        with InputBag(self.opt.input) as bag:
+        with InputBag(self.opt.input_bag) as bag:
             self._plan(bag)
-            out, partial = self._open_output()
-            self.bag_out = out
-            video = VideoOut(self.opt.video, self._fps(bag)) if self.opt.video else None
-            self.video = video
-            self.progress = Progress(max(0, self.total - self.summary.already_done),
-                                     self.opt.progress)
+            self.video = VideoOut(self.opt.video, self._fps(bag)) if self.opt.video else None
+            self._ready = threading.Event()
+            # The writer thread owns the output bag from open to close (sqlite3 needs that).
             writer = threading.Thread(target=self._writer, name='replay_writer', daemon=True)
             writer.start()
+            self._ready.wait()
             with _Stop() as stop:
                 try:
-                    self._read(bag, stop)
+                    if self._fatal is None:
+                        self._read(bag, stop)
                 except KeyboardInterrupt:
                     self.summary.interrupted = True
                 except BagError as exc:
@@ -232,18 +231,9 @@ class Replayer:
                     stop.finishing()
                     self._jobs.put(None)
                     writer.join()
-                    self.progress.close()
-                    out.close()
-                    if video is not None:
-                        video.close()
-                        self.summary.video_frames = video.frames
-                    if partial is not None:
-                        partial.close()
-                        swap_in(out.path, Path(self.opt.output))
             self.summary.interrupted |= stop.requested.is_set()
         if self._fatal is not None:
             raise self._fatal
-        self.summary.topic_counts = dict(out.counts)
         self.summary.seconds = time.monotonic() - t0
         return self.summary
 
@@ -318,6 +308,31 @@ class Replayer:
 
     # ------------------------------------------------------------------ writer thread
     def _writer(self) -> None:
+        try:
+            out, partial = self._open_output()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            self._fatal = exc if isinstance(exc, BagError) else \
+                BagError(f'cannot write {self.opt.output_bag}: {type(exc).__name__}: {exc}')
+            self._ready.set()
+            return
+        self.bag_out = out
+        self.progress = Progress(max(0, self.total - self.summary.already_done),
+                                 self.opt.progress)
+        self._ready.set()
+        try:
+            self._drain()
+        finally:
+            self.progress.close()
+            out.close()
+            self.summary.topic_counts = dict(out.counts)
+            if self.video is not None:
+                self.video.close()
+                self.summary.video_frames = self.video.frames
+            if partial is not None:
+                partial.close()
+                swap_in(out.path, Path(self.opt.output_bag))
+
+    def _drain(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
@@ -328,7 +343,7 @@ class Replayer:
                 self._handle(job)
             except Exception as exc:  # noqa: BLE001 - a disk error: stop the run, keep the bag
                 log.error('writing the output bag failed: %s: %s', type(exc).__name__, exc)
-                self._fatal = BagError(f'writing {self.opt.output} failed: {exc}')
+                self._fatal = BagError(f'writing {self.opt.output_bag} failed: {exc}')
 
     def _handle(self, job: tuple) -> None:
         kind = job[0]
@@ -380,7 +395,7 @@ class Replayer:
 
 
 def replay(pipeline, options: ReplayOptions) -> Summary:
-    """Replay ``options.input`` into ``options.output``; return the run's summary."""
+    """Replay ``options.input_bag`` into ``options.output_bag``; return the run's summary."""
     return Replayer(pipeline, options).run()
 
 
