@@ -8,12 +8,11 @@ import cv2
 import numpy as np
 import pytest
 from rclpy.serialization import serialize_message
-import yaml
-
 from replay_bags import BASE_NS, camera_bag, frames, jpeg_msg, STEP_NS, typestore, write_bag
 from sapiens_ros.replay.loop import replay, ReplayOptions
 from sapiens_ros.replay.source import BagError, InputBag
 from sapiens_ros.ros.messages import build_messages, MessageOptions, TASK_OUTPUTS
+import yaml
 
 INPUT_SIZE = (256, 192)
 
@@ -103,7 +102,7 @@ def test_mcap_jazzy_outputs_equal_node_messages(tmp_path, pipeline, astronaut):
     for topic in want:
         assert [m[0] for m in ours[topic]] == [BASE_NS + i * STEP_NS for i in range(3)]
         assert [m[1] for m in ours[topic]] == [m[1] for m in theirs[topic]]
-        for t, raw, decoded in theirs[topic]:
+        for t, _raw, decoded in theirs[topic]:
             header = decoded.header if hasattr(decoded, 'header') else decoded.markers[0].header
             assert header.frame_id == 'camera_optical'
             assert header.stamp.sec * 10**9 + header.stamp.nanosec == t
