@@ -52,6 +52,9 @@ setup(
     entry_points={
         'console_scripts': [
             'sapiens-ros = sapiens_ros.cli:main',
+            'perception_node = sapiens_ros.ros.perception_node:main',
+            'sample_camera = sapiens_ros.ros.sample_camera:main',
+            'monitor = sapiens_ros.ros.monitor:main',
         ],
     },
 )

@@ -11,7 +11,8 @@ import sys
 import tempfile
 
 #: Modules that add a subcommand with ``add_parser(subparsers)`` and ``run(args) -> int``.
-SUBCOMMAND_MODULES = ('sapiens_ros.cli_infer', 'sapiens_ros.cli_export')
+SUBCOMMAND_MODULES = ('sapiens_ros.cli_infer', 'sapiens_ros.cli_demo', 'sapiens_ros.cli_replay',
+                      'sapiens_ros.cli_stats', 'sapiens_ros.cli_export')
 
 NOISE_BANNER = """\
 ************************************************************************

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""
+Replay throughput against the core pipeline's own rate on the same frames, in one run.
+
+A rosbags-written camera bag (real photo frames) is replayed into an mcap bag (read, decode,
+infer, build the node's messages, serialize, write); the core rate is ``pipe(frames)`` on the
+same decoded frames in the same batches. Target: replay / core >= 0.90.
+
+    python benchmarks/bench_replay.py [--frames 12] [--size 480x640] [--batch 1,4]
+        [--tasks pose,seg,normal,pointmap] [--input-size 256x192] [--compressed]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+import tempfile
+import time
+
+import cv2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+
+from replay_bags import camera_bag, frames  # noqa: E402
+from sapiens_ros.core.configs import save_random_checkpoints  # noqa: E402
+from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
+
+TARGET = 0.90
+
+
+def core_rate(pipe: Pipeline, rgb: list, batch: int, compressed: bool) -> float:
+    """Frames/s of the pipeline alone on the already decoded frames."""
+    inputs = [f[..., ::-1].copy() if compressed else f for f in rgb]
+    order = 'bgr' if compressed else 'rgb'
+    start = time.perf_counter()
+    for i in range(0, len(inputs), batch):
+        pipe(inputs[i:i + batch], color_order=order)
+    return len(inputs) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    """Print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    ap.add_argument('--frames', type=int, default=12)
+    ap.add_argument('--size', default='480x640', help='camera frame HxW')
+    ap.add_argument('--batch', default='1,4')
+    ap.add_argument('--tasks', default='pose,seg,normal,pointmap')
+    ap.add_argument('--input-size', default='256x192', help='model input HxW (tiny models)')
+    ap.add_argument('--compressed', action='store_true', help='JPEG CompressedImage input')
+    ap.add_argument('--repeat', type=int, default=2, help='alternating runs; best of each')
+    args = ap.parse_args()
+    size = tuple(int(v) for v in args.size.split('x'))
+    input_size = tuple(int(v) for v in args.input_size.split('x'))
+    tasks = tuple(args.tasks.split(','))
+    from skimage import data
+
+    tmp = Path(tempfile.mkdtemp(prefix='bench_replay_'))
+    rgb = frames(data.astronaut(), args.frames, size)
+    src = camera_bag(tmp / 'in', rgb, 'mcap', 'jazzy', compressed=args.compressed)
+    if args.compressed:  # the pipeline sees what the decoder gives: the JPEG's pixels
+        rgb = [cv2.imdecode(cv2.imencode('.jpg', f[..., ::-1])[1], cv2.IMREAD_COLOR)[..., ::-1]
+               for f in rgb]
+    save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
+    pipe = Pipeline.from_pretrained(tasks, model_dir=str(tmp / 'models'),
+                                    config=PipelineConfig(input_size=input_size))
+    pipe(rgb[:1])  # warm-up
+    print(f'{args.frames} frames {size[1]}x{size[0]} '
+          f'{"jpeg" if args.compressed else "rgb8"}, tasks {",".join(tasks)}, tiny random '
+          f'models at {input_size[0]}x{input_size[1]}, CPU')
+    print(f'| batch | core frames/s | replay frames/s | ratio | target >= {TARGET:.2f} |')
+    print('|---|---|---|---|---|')
+    for batch in (int(b) for b in args.batch.split(',')):
+        core = rate = 0.0
+        for r in range(args.repeat):  # alternate so drift hits both sides alike
+            core = max(core, core_rate(pipe, rgb, batch, args.compressed))
+            out = tmp / f'out_b{batch}_{r}'
+            start = time.perf_counter()
+            summary = replay(pipe, ReplayOptions(str(src), str(out), batch=batch,
+                                                 progress=False))
+            rate = max(rate, summary.processed / (time.perf_counter() - start))
+            assert summary.processed == args.frames
+        ratio = rate / core
+        print(f'| {batch} | {core:.2f} | {rate:.2f} | {ratio:.2f} | '
+              f'{"ok" if ratio >= TARGET else "MISSED"} |', flush=True)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,149 @@
+"""Summarise a replay output bag: topic counts and rates, keypoint scores, person fraction."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+import io
+
+import numpy as np
+
+from .records import record_values
+from .source import InputBag
+from ..core.metadata import keypoint_info
+
+_KEYPOINTS = '/pose/keypoints'
+
+
+@dataclass
+class TopicStats:
+    """Message count and rate of one topic."""
+
+    topic: str
+    msgtype: str
+    count: int = 0
+    first_ns: int | None = None
+    last_ns: int | None = None
+
+    @property
+    def rate_hz(self) -> float:
+        """Mean rate between the first and the last message (0 for fewer than two)."""
+        if self.count < 2 or self.last_ns == self.first_ns:
+            return 0.0
+        return (self.count - 1) / ((self.last_ns - self.first_ns) / 1e9)
+
+
+@dataclass
+class CameraStats:
+    """Pose statistics of one camera's ``pose/keypoints`` topic."""
+
+    prefix: str
+    frames: int = 0
+    with_person: int = 0
+    persons: int = 0
+    score_sum: np.ndarray | None = None
+
+    @property
+    def person_fraction(self) -> float:
+        """Fraction of processed frames with at least one person."""
+        return self.with_person / self.frames if self.frames else 0.0
+
+    def mean_scores(self) -> np.ndarray:
+        """Mean score of each keypoint over every detected person (NaN without persons)."""
+        if self.score_sum is None or not self.persons:
+            return np.full(len(keypoint_info().names), np.nan)
+        return self.score_sum / self.persons
+
+
+@dataclass
+class BagStats:
+    """Everything ``sapiens-ros stats`` reports."""
+
+    topics: list[TopicStats] = field(default_factory=list)
+    cameras: list[CameraStats] = field(default_factory=list)
+    failures: Counter = field(default_factory=Counter)
+
+
+def _scores(msg) -> np.ndarray:
+    """``(persons, keypoints)`` scores of a deserialized ``pose/keypoints`` PointCloud2."""
+    offsets = {f.name: int(f.offset) for f in msg.fields}
+    n = int(msg.height) * int(msg.width)
+    if 'score' not in offsets or n == 0:
+        return np.zeros((int(msg.height), int(msg.width)), np.float32)
+    dtype = np.dtype({'names': ['score'], 'formats': ['>f4' if msg.is_bigendian else '<f4'],
+                      'offsets': [offsets['score']], 'itemsize': int(msg.point_step)})
+    data = np.asarray(msg.data, np.uint8)
+    return np.frombuffer(data.tobytes(), dtype, count=n)['score'].astype(np.float32).reshape(
+        int(msg.height), int(msg.width))
+
+
+def bag_stats(path: str) -> BagStats:
+    """Read an output bag (deserializing only keypoints and error records)."""
+    out = BagStats()
+    with InputBag(path) as bag:
+        topics = {}
+        for c in bag.connections:
+            topics.setdefault(c.topic, TopicStats(c.topic, c.msgtype))
+        cameras: dict[str, CameraStats] = {}
+        for conn, time_ns, raw in bag.messages():
+            ts = topics[conn.topic]
+            ts.count += 1
+            ts.first_ns = time_ns if ts.first_ns is None else min(ts.first_ns, time_ns)
+            ts.last_ns = time_ns if ts.last_ns is None else max(ts.last_ns, time_ns)
+            if conn.topic.endswith(_KEYPOINTS) and conn.msgtype.endswith('PointCloud2'):
+                prefix = conn.topic[:-len(_KEYPOINTS)]
+                cam = cameras.setdefault(prefix, CameraStats(prefix))
+                scores = _scores(bag.deserialize(raw, conn.msgtype))
+                cam.frames += 1
+                cam.with_person += int(scores.shape[0] > 0)
+                cam.persons += scores.shape[0]
+                if scores.shape[0]:
+                    total = scores.sum(0, dtype=np.float64)
+                    cam.score_sum = total if cam.score_sum is None else cam.score_sum + total
+            elif conn.msgtype == 'diagnostic_msgs/msg/DiagnosticArray' and \
+                    conn.topic.endswith('/errors'):
+                values = record_values(bag.deserialize(raw, conn.msgtype))
+                out.failures[values.get('kind', 'unknown') or 'unknown'] += 1
+        out.topics = sorted(topics.values(), key=lambda t: t.topic)
+        out.cameras = [cameras[k] for k in sorted(cameras)]
+    return out
+
+
+def _rows_to_csv(header: list[str], rows: list[list]) -> str:
+    import csv
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator='\n')
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _rows_to_table(header: list[str], rows: list[list]) -> str:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+             for r in cells]
+    lines.insert(1, '  '.join('-' * w for w in widths))
+    return '\n'.join(lines) + '\n'
+
+
+def tables(stats: BagStats) -> list[tuple[list[str], list[list]]]:
+    """Return the reports as (header, rows): topics, cameras, failures, keypoint scores."""
+    names = keypoint_info().names
+    topics = (['topic', 'type', 'count', 'rate_hz'],
+              [[t.topic, t.msgtype, t.count, f'{t.rate_hz:.3f}'] for t in stats.topics])
+    cams = (['camera', 'frames', 'with_person', 'person_fraction', 'mean_persons'],
+            [[c.prefix or '/', c.frames, c.with_person, f'{c.person_fraction:.3f}',
+              f'{c.persons / c.frames if c.frames else 0.0:.2f}'] for c in stats.cameras])
+    kps = (['camera', 'index', 'keypoint', 'mean_score'],
+           [[c.prefix or '/', i, names[i] if i < len(names) else str(i), f'{s:.4f}']
+            for c in stats.cameras for i, s in enumerate(c.mean_scores())])
+    fails = (['failure', 'count'], [[k, v] for k, v in sorted(stats.failures.items())])
+    return [topics, cams, fails, kps]
+
+
+def format_stats(stats: BagStats, csv: bool = False) -> str:
+    """Render the reports as aligned tables or CSV blocks separated by blank lines."""
+    render = _rows_to_csv if csv else _rows_to_table
+    return '\n'.join(render(h, r) for h, r in tables(stats))
