@@ -21,8 +21,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--topics', default='',
                    help='comma-separated image topics (default: every Image/CompressedImage)')
     add_model_args(p)
-    if not any('--backend' in a.option_strings for a in p._actions):
-        p.add_argument('--backend', default='torch', help='inference backend (torch)')
     p.add_argument('--batch', type=int, default=1, help='frames per inference batch')
     p.add_argument('--start', type=float, default=None, help='seconds from the bag start')
     p.add_argument('--end', type=float, default=None, help='seconds from the bag start')
@@ -42,13 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``replay``: 0 done, 1 input broke mid-way, 130 interrupted (bag valid either way)."""
-    from .core.errors import SapiensError
     from .core.pipeline import PipelineConfig
     from .replay.loop import replay, ReplayOptions
     from .replay.source import InputBag
 
-    if args.backend != 'torch':
-        raise SapiensError(f'backend {args.backend!r} is not available in replay yet; use torch')
     topics = [t.strip() for t in args.topics.split(',') if t.strip()]
     with InputBag(args.input) as bag:  # bad input fails here, before the models load
         chosen = bag.select(topics)

@@ -66,6 +66,17 @@ class FrameResult:
     keypoints_xyz: np.ndarray | None = None  # (P, K, 3) metres, NaN off the body / no pointmap
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage for the batch
 
+    def non_finite(self) -> str | None:
+        """Name the first output holding NaN/inf (a broken model or dtype), or return None."""
+        if self.pose is not None and len(self.pose) and not (
+                np.isfinite(self.pose.keypoints).all() and np.isfinite(self.pose.scores).all()):
+            return 'pose keypoints'
+        if self.normal is not None and not np.isfinite(self.normal.normals).all():
+            return 'normals'
+        if self.pointmap is not None and not np.isfinite(self.pointmap.xyz).all():
+            return 'pointmap'
+        return None
+
 
 class Pipeline:
     """

@@ -363,10 +363,8 @@ class Replayer:
                 self.progress.update()
 
     def _write_frame(self, out: OutputBag, item: FrameItem, result) -> None:
-        from ..ros.perception_node import _non_finite
-
         if item.error is None:
-            problem = _non_finite(result)
+            problem = result.non_finite()
             if problem:
                 item.error, item.kind = f'the model produced non-finite {problem}', 'model_nan'
         if item.error is None:

@@ -378,7 +378,7 @@ class PerceptionNode(LifecycleNode):
                 self._bad('inference', str(exc))
                 return None
             options = dataclasses.replace(self._options, outputs=outputs)
-        problem = _non_finite(result)
+        problem = result.non_finite()
         if problem:
             self._bad('model_nan', f'the model produced non-finite {problem}')
             return None
@@ -447,21 +447,6 @@ class PerceptionNode(LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(msg)
         return msg
-
-
-def _non_finite(result) -> str | None:
-    """Return the first output with NaN/inf values (a broken model or a bad dtype), or None."""
-    import numpy as np
-
-    if result.pose is not None and len(result.pose) and \
-            not (np.isfinite(result.pose.keypoints).all() and
-                 np.isfinite(result.pose.scores).all()):
-        return 'pose keypoints'
-    if result.normal is not None and not np.isfinite(result.normal.normals).all():
-        return 'normals'
-    if result.pointmap is not None and not np.isfinite(result.pointmap.xyz).all():
-        return 'pointmap'
-    return None
 
 
 def _free_device_memory(pipeline, device=None) -> None:
