@@ -47,3 +47,15 @@ def pipeline(model_dir):
 
     return Pipeline.from_pretrained('pose,seg,normal,pointmap', model_dir=str(model_dir),
                                     config=PipelineConfig(input_size=INPUT_SIZE))
+
+
+@pytest.fixture
+def graph():
+    """Give each ROS test its own Context and executor thread, joined before shutdown."""
+    from ros_graph import Graph
+
+    g = Graph()
+    try:
+        yield g
+    finally:
+        g.close()

@@ -19,12 +19,10 @@ def tiny_model_dir() -> Path:
     """
     global _ROOT
     if _ROOT is None:
-        from sapiens_ros.core.configs import random_model
+        from sapiens_ros.core.configs import save_random_checkpoints
 
-        root = Path(tempfile.mkdtemp(prefix='sapiens_ros_tiny_'))
-        for i, task in enumerate(ALL_TASKS):
-            random_model(task, seed=i, input_size=TEST_INPUT_SIZE).save_pretrained(root / task)
-        _ROOT = root
+        _ROOT = save_random_checkpoints(tempfile.mkdtemp(prefix='sapiens_ros_tiny_'), ALL_TASKS,
+                                        input_size=TEST_INPUT_SIZE)
     return _ROOT
 
 

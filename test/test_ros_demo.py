@@ -11,20 +11,10 @@ rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402, I100
 from ros_fixtures import session_domain_id, tiny_model_dir  # noqa: E402
-from ros_graph import Graph, qos  # noqa: E402
+from ros_graph import qos  # noqa: E402
 from sapiens_ros import cli_demo  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, SampleCamera  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
-
-
-@pytest.fixture
-def graph():
-    """Give each test its own Context and executor thread, joined before shutdown."""
-    g = Graph()
-    try:
-        yield g
-    finally:
-        g.close()
 
 
 def _write_bag(path, frames):

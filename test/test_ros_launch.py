@@ -13,23 +13,13 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from ros_fixtures import session_domain_id  # noqa: E402, I100
-from ros_graph import Graph, qos  # noqa: E402
+from ros_graph import qos  # noqa: E402
 from sapiens_ros.ros.messages import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def graph():
-    """Give each test its own Context and executor thread, joined before shutdown."""
-    g = Graph()
-    try:
-        yield g
-    finally:
-        g.close()
 
 
 def test_node_process_with_params_file_namespace_and_dds_profile(graph):

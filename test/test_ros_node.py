@@ -10,23 +10,13 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402, I100
-from ros_graph import Graph, qos  # noqa: E402
+from ros_graph import qos  # noqa: E402
 from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
 PHOTO = cv2.resize(bundled_photo(), (160, 160), interpolation=cv2.INTER_AREA)  # BGR
-
-
-@pytest.fixture
-def graph():
-    """Give each test its own Context and executor thread, joined before shutdown."""
-    g = Graph()
-    try:
-        yield g
-    finally:
-        g.close()
 
 
 def _header(node, frame_id='camera_optical_frame') -> Header:

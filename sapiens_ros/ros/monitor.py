@@ -8,14 +8,13 @@ import time
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
 from .image_codec import decode_raw
 from .messages import TASK_OUTPUTS, TOPIC_TYPES
+from .spin import run_node
 from ..core.visualize import depth_colors, draw_skeleton
 
 _KEYPOINTS = np.dtype([(n, '<f4') for n in ('u', 'v', 'score', 'x', 'y', 'z')])
@@ -105,17 +104,7 @@ class Monitor(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Entry point of ``ros2 run sapiens_ros monitor``."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = Monitor()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(Monitor, args)
 
 
 if __name__ == '__main__':

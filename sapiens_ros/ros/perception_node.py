@@ -19,9 +19,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_default,
@@ -34,6 +32,7 @@ from .messages import (build_messages, info_messages, INFO_TOPICS, MessageOption
                        OUTPUT_TASK, TASK_OUTPUTS, TOPIC_TYPES)
 from .node_params import PARAMS, parse_outputs, validate
 from .runtime import LatestSlot, NodeStats, Throttle
+from .spin import run_node
 from ..core.errors import FrameError, SapiensError
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import parse_tasks
@@ -460,22 +459,7 @@ def _free_device_memory(pipeline, device=None) -> None:
 
 def main(args: list[str] | None = None) -> None:
     """Entry point of ``ros2 run sapiens_ros perception_node``."""
-    rclpy.init(args=args)
-    node = None
-    executor = MultiThreadedExecutor()
-    try:
-        node = PerceptionNode()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.shutdown_worker()
-            executor.remove_node(node)
-            node.destroy_node()
-        executor.shutdown()
-        rclpy.try_shutdown()
+    run_node(PerceptionNode, args, multithreaded=True)
 
 
 if __name__ == '__main__':

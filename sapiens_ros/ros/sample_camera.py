@@ -11,8 +11,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
@@ -20,6 +18,7 @@ from std_msgs.msg import Header
 
 from .image_codec import decode_compressed, decode_raw
 from .messages import image_msg
+from .spin import run_node
 
 
 def bundled_photo() -> np.ndarray:
@@ -125,17 +124,7 @@ class SampleCamera(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Entry point of ``ros2 run sapiens_ros sample_camera``."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SampleCamera()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(SampleCamera, args)
 
 
 if __name__ == '__main__':
