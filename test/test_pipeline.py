@@ -181,3 +181,12 @@ def test_bad_inputs_and_config(pipeline):
 def test_task_subset_per_call(pipeline, astronaut):
     result = pipeline(astronaut, tasks=['normal'])[0]
     assert result.normal is not None and result.seg is None and result.pose is None
+
+
+def test_channel_argmax_matches_argmax_with_ties():
+    from sapiens_ros.core.heads.segmentation import channel_argmax
+
+    scores = torch.randn(29, 40, 30)
+    scores[5, :4] = scores[7, :4] = 100.0  # ties: the lowest index wins, as in argmax
+    assert torch.equal(channel_argmax(scores).long(), scores.argmax(0))
+    assert channel_argmax(scores).dtype == torch.uint8

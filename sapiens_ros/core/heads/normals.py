@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..letterbox import Letterbox, sample_map
 
@@ -20,6 +19,11 @@ class NormalResult:
 
 def unit_normals(raw: torch.Tensor, letterbox: Letterbox) -> torch.Tensor:
     """``(H, W, 3)`` float32 unit normals from the raw head output ``(3, h, w)``."""
-    n = F.normalize(raw.float(), dim=0, eps=1e-8)
-    n = sample_map(n, letterbox)
-    return F.normalize(n, dim=0, eps=1e-8).permute(1, 2, 0)
+    n = sample_map(_unit(raw.float()), letterbox)
+    return _unit(n).permute(1, 2, 0)
+
+
+def _unit(v: torch.Tensor) -> torch.Tensor:
+    """Normalise ``(3, H, W)`` vectors; plane arithmetic beats a strided norm over dim 0."""
+    norm = torch.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).clamp_min(1e-8)
+    return v / norm
