@@ -8,6 +8,7 @@ same decoded frames in the same batches. Target: replay / core >= 0.90.
 
     python benchmarks/bench_replay.py [--frames 12] [--size 480x640] [--batch 1,4]
         [--tasks pose,seg,normal,pointmap] [--input-size 256x192] [--compressed]
+        [--layout tiny|0.4b]
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import cv2
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 
 from replay_bags import camera_bag, frames  # noqa: E402
-from sapiens_ros.core.configs import save_random_checkpoints  # noqa: E402
+from sapiens_ros.core.configs import random_model, save_random_checkpoints  # noqa: E402
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from sapiens_ros.core.runners import TorchRunner  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
 
 TARGET = 0.90
@@ -47,7 +49,9 @@ def main() -> None:
     ap.add_argument('--size', default='480x640', help='camera frame HxW')
     ap.add_argument('--batch', default='1,4')
     ap.add_argument('--tasks', default='pose,seg,normal,pointmap')
-    ap.add_argument('--input-size', default='256x192', help='model input HxW (tiny models)')
+    ap.add_argument('--input-size', default='256x192', help='model input HxW')
+    ap.add_argument('--layout', default='tiny',
+                    help='random-weight layout: tiny (saved and loaded) or a real size, e.g. 0.4b')
     ap.add_argument('--compressed', action='store_true', help='JPEG CompressedImage input')
     ap.add_argument('--repeat', type=int, default=2, help='alternating runs; best of each')
     args = ap.parse_args()
@@ -62,13 +66,18 @@ def main() -> None:
     if args.compressed:  # the pipeline sees what the decoder gives: the JPEG's pixels
         rgb = [cv2.imdecode(cv2.imencode('.jpg', f[..., ::-1])[1], cv2.IMREAD_COLOR)[..., ::-1]
                for f in rgb]
-    save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
-    pipe = Pipeline.from_pretrained(tasks, model_dir=str(tmp / 'models'),
-                                    config=PipelineConfig(input_size=input_size))
+    config = PipelineConfig(input_size=input_size)
+    if args.layout == 'tiny':
+        save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
+        pipe = Pipeline.from_pretrained(tasks, model_dir=str(tmp / 'models'), config=config)
+    else:  # real layouts are GBs: build them in memory instead of saving them
+        pipe = Pipeline({t: TorchRunner(t, random_model(t, args.layout, tiny=False,
+                                                        input_size=input_size))
+                         for t in tasks}, config)
     pipe(rgb[:1])  # warm-up
     print(f'{args.frames} frames {size[1]}x{size[0]} '
-          f'{"jpeg" if args.compressed else "rgb8"}, tasks {",".join(tasks)}, tiny random '
-          f'models at {input_size[0]}x{input_size[1]}, CPU')
+          f'{"jpeg" if args.compressed else "rgb8"}, tasks {",".join(tasks)}, {args.layout} '
+          f'random models at {input_size[0]}x{input_size[1]}, CPU')
     print(f'| batch | core frames/s | replay frames/s | ratio | target >= {TARGET:.2f} |')
     print('|---|---|---|---|---|')
     for batch in (int(b) for b in args.batch.split(',')):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import warnings
 
 import numpy as np
 import torch
@@ -126,8 +127,13 @@ class FrameBatch:
 def _upload(frame: np.ndarray | torch.Tensor, device: torch.device,
             color_order: str) -> torch.Tensor:
     """Copy one uint8 frame to ``device`` as ``(H, W, 3)`` RGB."""
-    tensor = torch.from_numpy(np.ascontiguousarray(frame)) if isinstance(frame, np.ndarray) \
-        else frame
+    if isinstance(frame, np.ndarray):
+        frame = np.ascontiguousarray(frame)
+        with warnings.catch_warnings():  # read-only buffers (e.g. bag messages): never written
+            warnings.simplefilter('ignore', UserWarning)
+            tensor = torch.from_numpy(frame)
+    else:
+        tensor = frame
     if device.type == 'cuda' and tensor.device.type == 'cpu':
         tensor = tensor.pin_memory().to(device, non_blocking=True)
     else:
