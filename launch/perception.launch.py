@@ -80,5 +80,7 @@ def generate_launch_description() -> LaunchDescription:
     declared = [DeclareLaunchArgument(name, default_value=default, description=desc)
                 for name, default, desc in ARGUMENTS]
     rviz = Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+                arguments=['-d', os.path.join(get_package_share_directory(PACKAGE), 'config',
+                                              'sapiens.rviz')],
                 condition=IfCondition(LaunchConfiguration('use_rviz')))
     return LaunchDescription(declared + [OpaqueFunction(function=_nodes), rviz])
