@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-import tempfile
 import time
 
 import cv2
@@ -88,29 +87,24 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def pipeline_from_args(args: argparse.Namespace, config):
-    """Build the Pipeline the model flags describe (random weights go through save/load too)."""
+    """Build the Pipeline the model and backend flags describe."""
     from .core.pipeline import Pipeline
     from .core.registry import parse_tasks
 
     tasks = parse_tasks(args.tasks)
-    model_dir = args.model_dir
     if args.random_weights:
         from .cli import NOISE_BANNER
-        from .core.configs import save_random_checkpoints
 
         print(NOISE_BANNER, flush=True)
     if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
         tasks = ('seg',) + tasks
-    with tempfile.TemporaryDirectory(prefix='sapiens_ros_random_') as tmp:
-        if args.random_weights:  # saved and loaded back through the real loader
-            model_dir = save_random_checkpoints(tmp, tasks, input_size=config.input_size)
-        return Pipeline.from_pretrained(
-            tasks, backend=args.backend, size=args.size, model_dir=model_dir,
-            models=parse_overrides(args.model), dtype=args.dtype, device=args.device,
-            config=config, batch=args.engine_batch, compile=args.compile,
-            cuda_graphs=args.cuda_graphs, cache_dir=args.cache_dir,
-            allow_build=not args.no_build,
-            providers=args.providers.split(',') if args.providers else None)
+    return Pipeline.from_pretrained(
+        tasks, backend=args.backend, size=args.size, model_dir=args.model_dir,
+        models=parse_overrides(args.model), dtype=args.dtype, device=args.device,
+        config=config, random_weights=args.random_weights, batch=args.engine_batch,
+        compile=args.compile, cuda_graphs=args.cuda_graphs, cache_dir=args.cache_dir,
+        allow_build=not args.no_build,
+        providers=args.providers.split(',') if args.providers else None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -169,9 +169,27 @@ def _dtype(dtype):
 
 def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
                   size: str | None = None, model_dir: str | None = None,
-                  models: Mapping[str, str] | None = None, **kwargs) -> dict:
-    """One runner per task (sources: ``models[task]`` > ``model_dir/<task>`` > hub id)."""
+                  models: Mapping[str, str] | None = None, random_weights: bool = False,
+                  **kwargs) -> dict:
+    """
+    Build one runner per task (sources: ``models[task]`` > ``model_dir/<task>`` > hub id).
+
+    ``random_weights`` builds tiny random models instead (offline smoke runs: outputs are noise),
+    named ``random-tiny-<task>``.
+    """
     tasks = parse_tasks(tasks)
+    if random_weights:
+        from ..core.configs import random_model
+
+        size_hw = kwargs.get('input_size', (1024, 768))
+        runners = {}
+        for seed, task in enumerate(tasks):
+            runner = make_runner(task, backend, model=random_model(task, seed=seed,
+                                                                   input_size=size_hw),
+                                 **kwargs)
+            runner.model_id = f'random-tiny-{task}'
+            runners[task] = runner
+        return runners
     sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
     return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE, **kwargs)
             for t, s in sources.items()}

@@ -106,11 +106,12 @@ class Pipeline:
                         size: str | None = None, model_dir: str | None = None,
                         models: Mapping[str, str] | None = None, dtype: str | None = None,
                         device: str = 'cpu', config: PipelineConfig | None = None,
-                        **runner_options) -> Pipeline:
+                        random_weights: bool = False, **runner_options) -> Pipeline:
         """
         Load every task's model on ``backend`` (torch, onnxruntime or tensorrt) and build.
 
-        Sources: ``models[task]`` > ``model_dir/<task>`` > the hub id of ``size``.
+        Sources: ``models[task]`` > ``model_dir/<task>`` > the hub id of ``size``, or tiny random
+        models with ``random_weights`` (offline smoke runs: outputs are noise).
         ``runner_options`` go to :func:`sapiens_ros.backends.factory.make_runner` (batch
         profile, torch.compile, CUDA graphs, ORT providers, engine cache, ...).
         """
@@ -123,7 +124,8 @@ class Pipeline:
                                'box_source=full (or give boxes)')
         runner_options.setdefault('input_size', config.input_size)
         runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
-                                dtype=dtype, device=device, **runner_options)
+                                dtype=dtype, device=device, random_weights=random_weights,
+                                **runner_options)
         return cls(runners, config, device)
 
     @property

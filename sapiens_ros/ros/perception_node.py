@@ -61,23 +61,11 @@ def build_pipeline(tasks: tuple[str, ...], params: dict, log=None) -> Pipeline:
     options = {'cuda_graphs': params['cuda_graphs'], 'progress': False}
     if params['cache_dir']:
         options['cache_dir'] = params['cache_dir']
-    if params['random_weights']:
-        from ..backends.factory import make_runner
-        from ..core.configs import random_model
-
-        runners = {}
-        for i, task in enumerate(tasks):
-            model = random_model(task, seed=i, input_size=input_size)
-            runners[task] = make_runner(task, params['backend'], model=model, dtype=dtype,
-                                        device=params['device'], input_size=input_size,
-                                        **options)
-            runners[task].model_id = f'random-tiny-{task}'
-        return Pipeline(runners, config, params['device'])
     models = {t: params[f'models.{t}'] for t in tasks if params.get(f'models.{t}')}
     return Pipeline.from_pretrained(tasks, backend=params['backend'], size=params['model_size'],
                                     model_dir=params['model_dir'] or None, models=models,
                                     dtype=dtype, device=params['device'], config=config,
-                                    **options)
+                                    random_weights=params['random_weights'], **options)
 
 
 @dataclasses.dataclass
