@@ -106,15 +106,3 @@ def run(args: argparse.Namespace) -> int:
                 node.shutdown_worker()
             node.destroy_node()
         rclpy.try_shutdown(context=context)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the demo subcommand standalone (``python -m sapiens_ros.cli_demo``)."""
-    parser = argparse.ArgumentParser(prog='sapiens-ros')
-    add_parser(parser.add_subparsers(dest='command', required=True))
-    args = parser.parse_args(['demo'] + (argv if argv is not None else __import__('sys').argv[1:]))
-    return args.run(args)
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())
