@@ -21,8 +21,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument('--source', default='', help='video file or bag (default: bundled photo)')
     p.add_argument('--rate', type=float, default=5.0, help='camera frames per second')
     p.add_argument('--tasks', default='pose,seg,normal,pointmap')
-    p.add_argument('--model-size', default='0.4b')
+    p.add_argument('--size', '--model-size', dest='model_size', default='0.4b',
+                   help='hub model size (facebook/sapiens2-<task>-<size>)')
     p.add_argument('--model-dir', default='', help='folder with <dir>/<task>/ checkpoints')
+    p.add_argument('--model', action='append', default=[], metavar='TASK=ID_OR_PATH',
+                   help='override one task (repeatable), as in `sapiens-ros infer`')
     p.add_argument('--device', default='cpu')
     p.add_argument('--dtype', default='auto', help='auto, fp32, bf16 or fp16')
     p.add_argument('--backend', default='torch', help='torch, onnxruntime or tensorrt')
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
 
+    from .cli_infer import parse_overrides
     from .ros.monitor import Monitor
     from .ros.perception_node import PerceptionNode
     from .ros.sample_camera import SampleCamera
@@ -70,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
                      Parameter('input_size', value=_input_size(args.input_size,
                                                                args.random_weights)),
                      Parameter('random_weights', value=bool(args.random_weights))]
+        overrides += [Parameter(f'models.{task}', value=source)
+                      for task, source in parse_overrides(args.model).items()]
         if 'seg' not in args.tasks.split(','):
             overrides.append(Parameter('box_source', value='full'))
         perception = PerceptionNode(namespace='demo', context=context,
