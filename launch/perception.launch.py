@@ -22,14 +22,15 @@ ARGUMENTS = (
     ('namespace', '', 'namespace of the node and its outputs (single camera)'),
     ('cameras', '', ('comma-separated namespaces: one node per camera, each reading '
                      '<ns>/image (overrides camera and namespace)')),
-    ('tasks', 'pose,seg,normal,pointmap', 'heads to run'),
-    ('model_size', '0.4b', 'checkpoint size'),
-    ('backend', 'torch', 'inference backend'),
-    ('dtype', 'auto', 'auto, fp32, bf16 or fp16'),
-    ('device', 'cpu', 'cpu, cuda or cuda:N'),
+    # Empty = keep the value of params_file (config/perception.yaml: the documented defaults).
+    ('tasks', '', 'heads to run, e.g. pose,seg (default: params_file)'),
+    ('model_size', '', '0.4b, 0.8b, 1b or 5b (default: params_file)'),
+    ('backend', '', 'torch, onnxruntime or tensorrt (default: params_file)'),
+    ('dtype', '', 'auto, fp32, bf16 or fp16 (default: params_file)'),
+    ('device', '', 'cpu, cuda or cuda:N (default: params_file)'),
     ('params_file', '', 'parameters YAML (default: config/perception.yaml of the package)'),
-    ('compressed', 'false', 'subscribe <camera>/compressed (CompressedImage)'),
-    ('random_weights', 'false', 'tiny random models (no weights needed)'),
+    ('compressed', '', 'true: subscribe <camera>/compressed (default: params_file)'),
+    ('random_weights', '', 'true: tiny random models, no weights needed (default: params_file)'),
     ('use_rviz', 'false', 'start RViz'),
     ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
                              f'RMW is Fast DDS and none is set')),
@@ -53,12 +54,11 @@ def _nodes(context, *args, **kwargs):
         actions.append(SetEnvironmentVariable(
             PROFILE_VAR, os.path.join(_share(), 'config', 'fastdds_shm.xml')))
     params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
-    overrides = {
-        'tasks': arg['tasks'], 'model_size': arg['model_size'], 'backend': arg['backend'],
-        'dtype': arg['dtype'], 'device': arg['device'],
-        'compressed': arg['compressed'].lower() == 'true',
-        'random_weights': arg['random_weights'].lower() == 'true',
-    }
+    # Only arguments given on the command line override the parameters file.
+    overrides = {name: arg[name] for name in ('tasks', 'model_size', 'backend', 'dtype', 'device')
+                 if arg[name]}
+    overrides.update({name: arg[name].lower() == 'true'
+                      for name in ('compressed', 'random_weights') if arg[name]})
     cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
     if cameras:
         targets = [(c, 'image') for c in cameras]

@@ -83,8 +83,8 @@ def test_launch_file_one_node_per_camera():
             'dds_profile': 'false', 'tasks': 'pose,seg'}
     for action in description.entities:
         if type(action).__name__ == 'DeclareLaunchArgument':
-            context.launch_configurations[action.name] = args.get(
-                action.name, action.default_value[0].perform(context))
+            default = ''.join(d.perform(context) for d in action.default_value or [])
+            context.launch_configurations[action.name] = args.get(action.name, default)
     opaque = next(e for e in description.entities if isinstance(e, OpaqueFunction))
     nodes = opaque.execute(context)
     assert len(nodes) == 2

@@ -34,13 +34,13 @@ class CudaGraphCache:
             return False
         if self.batches is not None:
             return x.shape[0] in self.batches
-        return tuple(x.shape) in self._graphs or len(self._graphs) < self.max_graphs
+        return _key(x) in self._graphs or len(self._graphs) < self.max_graphs
 
     def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """Replay (capturing on first use) for ``x``'s shape; falls back to ``fn`` otherwise."""
         if not self.wants(x):
             return self.fn(x)
-        key = (tuple(x.shape), x.dtype, x.device)
+        key = _key(x)
         entry = self._graphs.get(key)
         if entry is None:
             entry = self._capture(x)
@@ -63,3 +63,8 @@ class CudaGraphCache:
             static_out = self.fn(static_in)
         LOG.info('captured a CUDA graph for input %s', tuple(x.shape))
         return graph, static_in, static_out
+
+
+def _key(x: torch.Tensor) -> tuple:
+    """Cache key of a captured graph: what a replay must match exactly."""
+    return tuple(x.shape), x.dtype, x.device

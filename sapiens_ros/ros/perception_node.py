@@ -214,6 +214,8 @@ class PerceptionNode(LifecycleNode):
             self.destroy_subscription(sub)
         self._subs.clear()
         self._slot.clear()
+        while not self._jobs.empty():  # a result queued as the threads stopped is stale now
+            self._jobs.get_nowait()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Unsubscribe, stop the worker and release cached device memory."""
@@ -344,6 +346,9 @@ class PerceptionNode(LifecycleNode):
         if not tasks:
             self.stats.idle_skipped += 1
             return None
+        if 'pointmap' in tasks and 'seg' in self.tasks and 'seg' not in tasks and \
+                self._param('foreground_only'):
+            tasks = ('seg',) + tasks  # the pointmap's foreground mask comes from seg
         try:
             frame = self._decode(msg)
         except FrameError as exc:
