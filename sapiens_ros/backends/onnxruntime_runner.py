@@ -127,6 +127,8 @@ class OnnxRuntimeRunner:
         on_gpu = self.device.type == 'cuda' and self.providers[0] in _GPU_PROVIDERS
         # IOBinding by default where it saves copies (CUDA); on CPU it is optional.
         self.io_binding = on_gpu if io_binding is None else bool(io_binding)
+        # The CUDA provider is handed torch's stream; the TensorRT provider runs on its own.
+        self._foreign_stream = self.providers[0] != 'CUDAExecutionProvider'
         LOG.info('onnxruntime %s: %s on %s (input %dx%d)', task, self.path.name,
                  ','.join(self.providers), *self.input_size)
 
@@ -181,6 +183,10 @@ class OnnxRuntimeRunner:
             out = torch.empty(shape, dtype=_TORCH_DTYPES[np_dtype], device=x.device)
             binding.bind_output(name, kind, index, np_dtype, shape, out.data_ptr())
             outs[name] = out
+        if x.device.type == 'cuda' and self._foreign_stream:
+            # Only the CUDA provider runs on torch's stream; order the others after torch's
+            # pre-processing kernels that wrote ``x``.
+            torch.cuda.current_stream(x.device).synchronize()
         self.session.run_with_iobinding(binding)
         if len(outs) < len(self.output_names):  # dynamic output dims: ORT allocated them
             values = binding.get_outputs()
