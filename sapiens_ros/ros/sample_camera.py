@@ -105,14 +105,20 @@ class SampleCamera(Node):
         return video_frames(source)
 
     def tick(self) -> None:
-        """Publish the next frame (the last one again when a single photo)."""
+        """Publish the next frame: a photo repeats; a video or bag loops or ends."""
         try:
             self._frame = next(self._frames)
         except StopIteration:
-            if not hasattr(self, '_frame'):
-                return
-            if self.get_parameter('loop').value and self.get_parameter('source').value:
+            source = self.get_parameter('source').value
+            if source and self.get_parameter('loop').value:
                 self._frames = self._open()
+                self._frame = next(self._frames, None)
+            elif source:
+                self.get_logger().info(f'{source} ended after {self.sent} frames')
+                self.timer.cancel()
+                return
+            if getattr(self, '_frame', None) is None:
+                return
         header = Header(frame_id=self.get_parameter('frame_id').value)
         header.stamp = self.get_clock().now().to_msg()
         height, width = self._frame.shape[:2]
