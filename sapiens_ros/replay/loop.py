@@ -368,13 +368,13 @@ class Replayer:
             if problem:
                 item.error, item.kind = f'the model produced non-finite {problem}', 'model_nan'
         if item.error is None:
-            if self.opt.on_result is not None:
-                self.opt.on_result(item, result)
             try:
+                if self.opt.on_result is not None:
+                    self.opt.on_result(item, result)
                 image = item.frame.rgb()
                 msgs = build_messages(item.header, result, self.opt.messages, image)
                 data = {s: serialize_message(m) for s, m in msgs.items()}
-            except Exception as exc:  # noqa: BLE001 - e.g. a result the builders reject
+            except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
                 item.error, item.kind = f'building messages failed: {exc}', 'internal'
             else:
                 prefix = self.prefixes[item.topic]
