@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
-from .source import IMAGE_TYPES
 from ..core.errors import FrameError
-from ..ros.image_codec import decode_compressed, decode_raw, Frame
+from ..ros.image_codec import decode_message, Frame
 
 #: The node's default ``max_pixels`` parameter.
 DEFAULT_MAX_PIXELS = 4096 * 4096
@@ -56,12 +55,7 @@ def decode_item(bag, index: int, connection, time_ns: int, raw: bytes,
         item.error, item.kind = f'bad header: {exc}', 'deserialize'
         return item
     try:
-        if IMAGE_TYPES[connection.msgtype] == 'compressed':
-            item.frame = decode_compressed(msg.format, msg.data, max_pixels)
-        else:
-            item.frame = decode_raw(msg.encoding, int(msg.height), int(msg.width),
-                                    int(msg.step), msg.data, bool(msg.is_bigendian),
-                                    max_pixels)
+        item.frame = decode_message(msg, max_pixels)
     except FrameError as exc:
         item.error, item.kind = str(exc), 'decode'
     return item

@@ -5,13 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .source import BagError
+from .source import BagError, typestore_of
 
 #: Storage plugins by ``--storage`` name.
 STORAGES = ('mcap', 'sqlite3')
-
-_STORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
-           'kilted': 'ROS2_KILTED'}
 
 
 def msgtype_of(msg_class: type) -> str:
@@ -21,10 +18,7 @@ def msgtype_of(msg_class: type) -> str:
 
 def runtime_typestore():
     """Typestore of the running ROS distro (ROS_DISTRO, else Jazzy): the rclpy messages' CDR."""
-    from rosbags.typesys import get_typestore, Stores
-
-    distro = os.environ.get('ROS_DISTRO', 'jazzy').lower()
-    return get_typestore(getattr(Stores, _STORES.get(distro, 'ROS2_JAZZY')))
+    return typestore_of(os.environ.get('ROS_DISTRO', 'jazzy'))
 
 
 def qos(depth: int, latched: bool = False):

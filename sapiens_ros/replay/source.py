@@ -10,9 +10,17 @@ from ..core.errors import SapiensError
 #: Camera message types the replay reads, and what each one is.
 IMAGE_TYPES = {'sensor_msgs/msg/Image': 'raw', 'sensor_msgs/msg/CompressedImage': 'compressed'}
 
-#: Typestores by ``ros_distro`` for bags that carry no message definitions (Humble sqlite3).
-_DISTRO_STORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
-                  'kilted': 'ROS2_KILTED'}
+#: Typestores by ROS 2 distro (bags without message definitions, the running distro's CDR).
+_STORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
+           'kilted': 'ROS2_KILTED'}
+
+
+def typestore_of(distro: str, fallback: str = 'jazzy'):
+    """Return the rosbags typestore of a ROS 2 distro name (``fallback`` for unknown names)."""
+    from rosbags.typesys import get_typestore, Stores
+
+    name = _STORES.get(distro.strip().lower()) or _STORES[fallback]
+    return get_typestore(getattr(Stores, name))
 
 
 class BagError(SapiensError):
@@ -39,8 +47,6 @@ def bag_dir(path: str | Path) -> Path:
 
 def _default_typestore(path: Path):
     """Typestore for bags without embedded definitions, picked by the bag's ``ros_distro``."""
-    from rosbags.typesys import get_typestore, Stores
-
     distro = 'humble'
     try:
         for line in (path / 'metadata.yaml').read_text(errors='replace').splitlines():
@@ -48,7 +54,7 @@ def _default_typestore(path: Path):
                 distro = line.split(':', 1)[1].strip().strip('\'"') or distro
     except OSError:
         pass
-    return get_typestore(getattr(Stores, _DISTRO_STORES.get(distro, 'ROS2_HUMBLE')))
+    return typestore_of(distro, fallback='humble')
 
 
 class InputBag:

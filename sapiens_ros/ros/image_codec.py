@@ -199,3 +199,16 @@ def _header_size(buf: np.ndarray, kind: str) -> tuple[int, int] | None:
 def native_bigendian() -> bool:
     """``is_bigendian`` of arrays this machine writes."""
     return sys.byteorder == 'big'
+
+
+def decode_message(msg, max_pixels: int | None = None, expect: str | None = None) -> Frame:
+    """
+    Decode an Image or CompressedImage message (rclpy's or rosbags', duck-typed) to a Frame.
+
+    A message with ``format`` is compressed (``expect`` restricts it to jpeg or png); otherwise
+    its ``encoding``, ``height``, ``width``, ``step`` and ``data`` describe raw pixels.
+    """
+    if hasattr(msg, 'format'):
+        return decode_compressed(msg.format, msg.data, max_pixels, expect)
+    return decode_raw(msg.encoding, int(msg.height), int(msg.width), int(msg.step), msg.data,
+                      bool(msg.is_bigendian), max_pixels)

@@ -13,11 +13,9 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
 from .image_codec import decode_raw
-from .messages import TASK_OUTPUTS, TOPIC_TYPES
+from .messages import KEYPOINT_DTYPE, TASK_OUTPUTS, TOPIC_TYPES
 from .spin import run_node
 from ..core.visualize import depth_colors, draw_skeleton
-
-_KEYPOINTS = np.dtype([(n, '<f4') for n in ('u', 'v', 'score', 'x', 'y', 'z')])
 
 
 class Monitor(Node):
@@ -65,7 +63,8 @@ class Monitor(Node):
             now = self.get_clock().now().nanoseconds * 1e-9
             self.latency.setdefault(suffix, []).append((now - stamp) * 1e3)
         if suffix == 'pose/keypoints':
-            self._keypoints = np.frombuffer(msg.data, _KEYPOINTS).reshape(msg.height, msg.width)
+            rows = np.frombuffer(msg.data, KEYPOINT_DTYPE)
+            self._keypoints = rows.reshape(msg.height, msg.width)
         if self.output_dir is not None:
             self._write(suffix, msg)
 

@@ -27,7 +27,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_defau
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
-from .image_codec import decode_compressed, decode_raw
+from .image_codec import decode_message
 from .messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
                        OUTPUT_TASK, TASK_OUTPUTS, TOPIC_TYPES)
 from .node_params import PARAMS, parse_outputs, validate
@@ -271,13 +271,8 @@ class PerceptionNode(LifecycleNode):
             self.get_logger().error(f'bad input ({kind}): {text}; frame skipped{more}')
 
     def _decode(self, msg):
-        max_pixels = self._param('max_pixels')
-        if isinstance(msg, CompressedImage):
-            fmt = self._param('compressed_format')
-            return decode_compressed(msg.format, msg.data, max_pixels,
-                                     None if fmt == 'any' else fmt)
-        return decode_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data,
-                          bool(msg.is_bigendian), max_pixels)
+        fmt = self._param('compressed_format')
+        return decode_message(msg, self._param('max_pixels'), None if fmt == 'any' else fmt)
 
     def _focal(self, size: tuple[int, int]) -> float:
         info = self._camera_info

@@ -16,7 +16,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from .image_codec import decode_compressed, decode_raw
+from .image_codec import decode_message
 from .messages import image_msg
 from .spin import run_node
 
@@ -39,12 +39,7 @@ def bag_frames(path: str, topic: str = ''):
         if not conns:
             raise ValueError(f'{path} has no sensor_msgs Image/CompressedImage topic {topic}')
         for conn, _, raw in reader.messages(connections=conns[:1]):
-            msg = reader.deserialize(raw, conn.msgtype)
-            if conn.msgtype.endswith('CompressedImage'):
-                frame = decode_compressed(msg.format, msg.data)
-            else:
-                frame = decode_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data,
-                                   bool(msg.is_bigendian))
+            frame = decode_message(reader.deserialize(raw, conn.msgtype))
             yield frame.pixels if frame.color_order == 'bgr' else cv2.cvtColor(
                 frame.rgb(), cv2.COLOR_RGB2BGR)
 
