@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from .pipeline import FrameResult
-from .visualize import depth_colors, draw_skeleton, normal_colors, seg_overlay
+from .visualize import depth_colors, draw_skeleton, normal_colors, normal_overlay, seg_overlay
 
 
 def write_ply(path: str | Path, points: np.ndarray, colors: np.ndarray,
@@ -75,9 +75,8 @@ def write_frame_outputs(out_dir: str | Path, stem: str, image_rgb: np.ndarray,
         _png(path('seg.png'), seg_overlay(image_rgb, result.seg.labels))
         cv2.imwrite(str(path('labels.png')), result.seg.labels)
     if result.normal is not None:
-        colors = normal_colors(result.normal.normals)
-        _png(path('normal.png'), cv2.addWeighted(image_rgb, 0.4, colors, 0.6, 0.0))
-        _png(path('normals.png'), colors)
+        _png(path('normal.png'), normal_overlay(image_rgb, result.normal.normals))
+        _png(path('normals.png'), normal_colors(result.normal.normals))
         np.save(path('normals.npy'), result.normal.normals.astype(np.float32))
     if result.pointmap is not None:
         pm = result.pointmap

@@ -23,6 +23,11 @@ def normal_colors(normals: np.ndarray) -> np.ndarray:
     return np.clip(rgb, 0, 255).astype(np.uint8)
 
 
+def normal_overlay(image_rgb: np.ndarray, normals: np.ndarray, alpha: float = 0.6) -> np.ndarray:
+    """Blend the normal colours over ``image_rgb`` with weight ``alpha``; RGB uint8."""
+    return cv2.addWeighted(image_rgb, 1.0 - alpha, normal_colors(normals), alpha, 0.0)
+
+
 def depth_colors(depth: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """Colour a depth map (metres) with a perceptual colormap, near = warm; RGB uint8."""
     valid = np.isfinite(depth) if mask is None else (mask & np.isfinite(depth))

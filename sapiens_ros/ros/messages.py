@@ -25,7 +25,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ..core.metadata import keypoint_info, seg_class_info
 from ..core.pipeline import FrameResult
-from ..core.visualize import normal_colors, seg_overlay
+from ..core.visualize import normal_overlay, seg_overlay
 
 #: Output topic suffixes per task, in publish order.
 TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -261,8 +261,8 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
             'bgr8'),
         'normal/image': lambda: image_msg(header, result.normal.normals.astype(np.float32),
                                           '32FC3'),
-        'normal/overlay': lambda: image_msg(header, normal_colors(result.normal.normals),
-                                            'rgb8'),
+        'normal/overlay': lambda: image_msg(header, normal_overlay(
+            image, result.normal.normals, options.overlay_alpha), 'rgb8'),
         'pointmap/points': lambda: points_cloud(header, result),
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only),
     }
