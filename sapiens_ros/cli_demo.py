@@ -76,8 +76,6 @@ def run(args: argparse.Namespace) -> int:
                      Parameter('random_weights', value=bool(args.random_weights))]
         overrides += [Parameter(f'models.{task}', value=source)
                       for task, source in parse_overrides(args.model).items()]
-        if 'seg' not in args.tasks.split(','):
-            overrides.append(Parameter('box_source', value='full'))
         perception = PerceptionNode(namespace='demo', context=context,
                                     parameter_overrides=overrides)
         nodes.append(perception)

@@ -96,8 +96,6 @@ def pipeline_from_args(args: argparse.Namespace, config):
         from .cli import NOISE_BANNER
 
         print(NOISE_BANNER, flush=True)
-    if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
-        tasks = ('seg',) + tasks
     return Pipeline.from_pretrained(
         tasks, backend=args.backend, size=args.size, model_dir=args.model_dir,
         models=parse_overrides(args.model), dtype=args.dtype, device=args.device,

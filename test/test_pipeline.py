@@ -63,9 +63,10 @@ def test_given_and_full_frame_boxes(model_dir, astronaut):
     assert none.keypoints.shape == (0, 308, 2)
     with pytest.raises(FrameError, match='invalid boxes'):
         pipe(astronaut, boxes=np.array([[10, 10, 5, 50]]))
-    with pytest.raises(SapiensError, match='box_source=seg needs the seg head'):
-        Pipeline.from_pretrained('pose', model_dir=str(model_dir),
-                                 config=PipelineConfig(input_size=INPUT))
+    # pose with box_source=seg loads the seg head for its person boxes
+    seg_boxes = Pipeline.from_pretrained('pose', model_dir=str(model_dir),
+                                         config=PipelineConfig(input_size=INPUT))
+    assert seg_boxes.tasks == ('seg', 'pose')
 
 
 def test_flip_test_is_mirror_equivariant(model_dir, astronaut):

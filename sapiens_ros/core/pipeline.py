@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+import logging
 import math
 import numbers
 
@@ -24,6 +25,8 @@ from .registry import parse_tasks
 from .runners import Runner
 from .timing import StageTimer
 
+LOG = logging.getLogger(__name__)
+
 #: Order the heads run in: seg first, since pose boxes and the pointmap mask come from it.
 RUN_ORDER = ('seg', 'normal', 'pointmap', 'matting', 'backbone', 'pose')
 
@@ -39,6 +42,13 @@ class PipelineConfig:
     min_person_area: float = 0.002  # fraction of the frame a seg component must cover
     pointmap_stride: int = 1
     foreground_only: bool = True  # keep only seg-foreground points when seg runs
+
+    def required_tasks(self, tasks: Sequence[str]) -> tuple[str, ...]:
+        """Return ``tasks`` plus seg when pose takes its person boxes from the seg foreground."""
+        tasks = tuple(tasks)
+        if 'pose' in tasks and self.box_source == 'seg' and 'seg' not in tasks:
+            return ('seg',) + tasks
+        return tasks
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid option."""
@@ -117,11 +127,11 @@ class Pipeline:
         """
         from ..backends.factory import build_runners
 
-        tasks = parse_tasks(tasks)
         config = config or PipelineConfig()
-        if 'pose' in tasks and config.box_source == 'seg' and 'seg' not in tasks:
-            raise SapiensError('box_source=seg needs the seg head: add seg to the tasks or use '
-                               'box_source=full (or give boxes)')
+        requested = parse_tasks(tasks)
+        tasks = config.required_tasks(requested)
+        if tasks != requested:
+            LOG.info('loading seg too: pose takes its person boxes from it (box_source=seg)')
         runner_options.setdefault('input_size', config.input_size)
         runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
                                 dtype=dtype, device=device, random_weights=random_weights,

@@ -42,17 +42,13 @@ _PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
                     'pointmap_stride', 'foreground_only')
 
 
-def build_pipeline(tasks: tuple[str, ...], params: dict, log=None) -> Pipeline:
+def build_pipeline(tasks: tuple[str, ...], params: dict) -> Pipeline:
     """Load (or, with ``random_weights``, build tiny random) models per the node parameters."""
     input_size = tuple(int(v) for v in params['input_size'])
     if len(input_size) != 2:
         raise SapiensError(f'input_size must be [height, width], got {list(input_size)}')
     config = PipelineConfig(input_size=input_size,
                             **{k: params[k] for k in _PIPELINE_PARAMS})
-    if config.box_source == 'seg' and 'pose' in tasks and 'seg' not in tasks:
-        if log:
-            log.warning('box_source=seg needs the seg head, which is not loaded: using full')
-        config.box_source = 'full'
     if params['cpu_threads'] > 0:
         import torch
 
@@ -154,7 +150,7 @@ class PerceptionNode(LifecycleNode):
                 raise SapiensError(f'the node runs pose, seg, normal and pointmap; '
                                    f'not {unknown}')
             t0 = time.perf_counter()
-            self.pipeline = build_pipeline(self.tasks, self._params(), self.get_logger())
+            self.pipeline = build_pipeline(self.tasks, self._params())
             self.get_logger().info(
                 f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
                 f'{self.pipeline.device} ({self._model_ids()})')
