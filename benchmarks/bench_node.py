@@ -137,12 +137,13 @@ def core_rate(model_dir: str, tasks: str, frames: int) -> float:
     """Frames per second of the pipeline alone on the camera's frame."""
     import torch
 
-    from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+    from sapiens_ros.backends.factory import load_pipeline
+    from sapiens_ros.core.pipeline import PipelineConfig
 
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
 
     cfg = PipelineConfig(input_size=INPUT_SIZE, box_source='seg' if 'seg' in tasks else 'full')
-    pipe = Pipeline.from_pretrained(tasks, model_dir=model_dir, config=cfg)
+    pipe = load_pipeline(tasks, model_dir=model_dir, config=cfg)
     frame = _frame(512, 512)
     for _ in range(3):
         pipe(frame, color_order='bgr')

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 
 from replay_bags import camera_bag, frames  # noqa: E402
 from sapiens_ros.core.configs import random_model, save_random_checkpoints  # noqa: E402
+from sapiens_ros.backends.factory import load_pipeline  # noqa: E402
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.core.runners import TorchRunner  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
@@ -69,7 +70,7 @@ def main() -> None:
     config = PipelineConfig(input_size=input_size)
     if args.layout == 'tiny':
         save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
-        pipe = Pipeline.from_pretrained(tasks, model_dir=str(tmp / 'models'), config=config)
+        pipe = load_pipeline(tasks, model_dir=str(tmp / 'models'), config=config)
     else:  # real layouts are GBs: build them in memory instead of saving them
         pipe = Pipeline({t: TorchRunner(t, random_model(t, args.layout, tiny=False,
                                                         input_size=input_size))

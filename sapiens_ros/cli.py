@@ -6,9 +6,7 @@ import argparse
 import importlib
 import logging
 import os
-from pathlib import Path
 import sys
-import tempfile
 
 #: Modules that add a subcommand with ``add_parser(subparsers)`` and ``run(args) -> int``.
 SUBCOMMAND_MODULES = ('sapiens_ros.cli_infer', 'sapiens_ros.cli_demo', 'sapiens_ros.cli_replay',
@@ -19,26 +17,6 @@ NOISE_BANNER = """\
 *  --random-weights: TINY RANDOMLY INITIALISED MODELS.                 *
 *  Every output below is NOISE. Use it to check the graph, not results. *
 ************************************************************************"""
-
-
-def sample_image_path() -> Path:
-    """Return the bundled sample photo (scikit-image's astronaut), as a PNG path."""
-    try:
-        import skimage
-
-        path = Path(skimage.__file__).parent / 'data' / 'astronaut.png'
-        if path.is_file():
-            return path
-        from skimage import data
-
-        image = data.astronaut()
-    except ImportError:
-        raise SystemExit('the sample photo needs scikit-image: pip install scikit-image') from None
-    import cv2
-
-    path = Path(tempfile.gettempdir()) / 'sapiens_ros_astronaut.png'
-    cv2.imwrite(str(path), image[..., ::-1])
-    return path
 
 
 def build_parser() -> argparse.ArgumentParser:

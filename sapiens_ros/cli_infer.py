@@ -88,7 +88,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def pipeline_from_args(args: argparse.Namespace, config):
     """Build the Pipeline the model and backend flags describe."""
-    from .core.pipeline import Pipeline
+    from .backends.factory import load_pipeline
     from .core.registry import parse_tasks
 
     tasks = parse_tasks(args.tasks)
@@ -96,7 +96,7 @@ def pipeline_from_args(args: argparse.Namespace, config):
         from .cli import NOISE_BANNER
 
         print(NOISE_BANNER, flush=True)
-    return Pipeline.from_pretrained(
+    return load_pipeline(
         tasks, backend=args.backend, size=args.size, model_dir=args.model_dir,
         models=parse_overrides(args.model), dtype=args.dtype, device=args.device,
         config=config, random_weights=args.random_weights, batch=args.engine_batch,
@@ -107,7 +107,8 @@ def pipeline_from_args(args: argparse.Namespace, config):
 
 def run(args: argparse.Namespace) -> int:
     """Run ``infer``."""
-    from .cli import NOISE_BANNER, sample_image_path
+    from .cli import NOISE_BANNER
+    from .core.sample_image import sample_image_path
     from .core.boxes import parse_boxes
     from .core.errors import FrameError
     from .core.outputs import write_frame_outputs

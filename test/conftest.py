@@ -43,9 +43,10 @@ def wide_frame(astronaut) -> np.ndarray:
 @pytest.fixture(scope='session')
 def pipeline(model_dir):
     """Load all four heads through the real loader."""
-    from sapiens_ros.core import Pipeline, PipelineConfig
+    from sapiens_ros.backends.factory import load_pipeline
+    from sapiens_ros.core import PipelineConfig
 
-    return Pipeline.from_pretrained('pose,seg,normal,pointmap', model_dir=str(model_dir),
+    return load_pipeline('pose,seg,normal,pointmap', model_dir=str(model_dir),
                                     config=PipelineConfig(input_size=INPUT_SIZE))
 
 

@@ -28,9 +28,10 @@ def tiny_model_dir() -> Path:
 
 def tiny_pipeline(tasks=ALL_TASKS, **config):
     """Load a pipeline of tiny checkpoints through the real loader."""
-    from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+    from sapiens_ros.backends.factory import load_pipeline
+    from sapiens_ros.core.pipeline import PipelineConfig
 
-    return Pipeline.from_pretrained(list(tasks), model_dir=str(tiny_model_dir()),
+    return load_pipeline(list(tasks), model_dir=str(tiny_model_dir()),
                                     config=PipelineConfig(input_size=TEST_INPUT_SIZE, **config))
 
 

@@ -19,6 +19,7 @@ from sapiens_ros.backends.tensorrt_engine import fp32_node_names
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.errors import InputSizeError
 from sapiens_ros.core.loading import load_model
+from sapiens_ros.backends.factory import load_pipeline
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
 from sapiens_ros.core.runners import OUTPUT_NAMES, TorchRunner
 import skimage.data
@@ -201,9 +202,9 @@ def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
     config = PipelineConfig(input_size=SIZE)
     image = skimage.data.astronaut()
     frames = [image, np.ascontiguousarray(image[:, ::-1])]
-    torch_pipe = Pipeline.from_pretrained(TASKS, backend='torch', model_dir=str(checkpoints),
+    torch_pipe = load_pipeline(TASKS, backend='torch', model_dir=str(checkpoints),
                                           config=config)
-    ort_pipe = Pipeline.from_pretrained(TASKS, backend='onnxruntime', model_dir=str(checkpoints),
+    ort_pipe = load_pipeline(TASKS, backend='onnxruntime', model_dir=str(checkpoints),
                                         config=config, cache_dir=cache_dir)
     assert {r.name for r in ort_pipe.runners.values()} == {'onnxruntime'}
     assert {r.path for r in ort_pipe.runners.values()} == set(exported.values())

@@ -2,7 +2,8 @@
 
 import numpy as np
 import pytest
-from sapiens_ros.core import Pipeline, PipelineConfig
+from sapiens_ros.backends.factory import load_pipeline
+from sapiens_ros.core import PipelineConfig
 from sapiens_ros.core.errors import FrameError, SapiensError
 from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.heads.pointmap import CANONICAL_FOCAL
@@ -48,7 +49,7 @@ def test_batch_equals_single_frames(pipeline, astronaut, wide_frame):
 
 
 def test_given_and_full_frame_boxes(model_dir, astronaut):
-    pipe = Pipeline.from_pretrained('pose', model_dir=str(model_dir),
+    pipe = load_pipeline('pose', model_dir=str(model_dir),
                                     config=PipelineConfig(input_size=INPUT, box_source='full'))
     full = pipe(astronaut)[0].pose
     assert np.allclose(full.boxes, [[-0.5, -0.5, 511.5, 511.5]])
@@ -64,7 +65,7 @@ def test_given_and_full_frame_boxes(model_dir, astronaut):
     with pytest.raises(FrameError, match='invalid boxes'):
         pipe(astronaut, boxes=np.array([[10, 10, 5, 50]]))
     # pose with box_source=seg loads the seg head for its person boxes
-    seg_boxes = Pipeline.from_pretrained('pose', model_dir=str(model_dir),
+    seg_boxes = load_pipeline('pose', model_dir=str(model_dir),
                                          config=PipelineConfig(input_size=INPUT))
     assert seg_boxes.tasks == ('seg', 'pose')
 
@@ -73,7 +74,7 @@ def test_flip_test_is_mirror_equivariant(model_dir, astronaut):
     """With the flip test, a mirrored frame gives exactly the mirrored, side-swapped keypoints."""
     from sapiens_ros.core.metadata import keypoint_info
 
-    pipe = Pipeline.from_pretrained('pose', model_dir=str(model_dir), config=PipelineConfig(
+    pipe = load_pipeline('pose', model_dir=str(model_dir), config=PipelineConfig(
         input_size=INPUT, box_source='full', flip_test=True))
     mirrored = np.ascontiguousarray(astronaut[:, ::-1])
     a = pipe(astronaut)[0].pose
@@ -87,7 +88,7 @@ def test_flip_test_is_mirror_equivariant(model_dir, astronaut):
     # often tied at several places, where float noise of the mirrored crop picks another one;
     # so the positions must match for most keypoints, not all.
     assert np.median(err) < 0.05 and (err < 0.05).mean() > 0.5
-    plain = Pipeline.from_pretrained('pose', model_dir=str(model_dir), config=PipelineConfig(
+    plain = load_pipeline('pose', model_dir=str(model_dir), config=PipelineConfig(
         input_size=INPUT, box_source='full'))(astronaut)[0].pose
     assert not np.allclose(plain.scores, a.scores)  # the flip test changes the result
 
@@ -126,7 +127,7 @@ def test_seg_reduced_precision_upsampling_agrees():
 
 def test_pointmap_scale_and_calibrated_mode(model_dir, wide_frame):
     cfg = PipelineConfig(input_size=INPUT)
-    pipe = Pipeline.from_pretrained('pointmap', model_dir=str(model_dir), config=cfg)
+    pipe = load_pipeline('pointmap', model_dir=str(model_dir), config=cfg)
     batch = FrameBatch([wide_frame], INPUT, torch.device('cpu'))
     predicted = pipe.runners['pointmap'](batch.pixel_values)['scales'][0, 0].item()
     auto = pipe(wide_frame)[0].pointmap

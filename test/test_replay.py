@@ -20,9 +20,10 @@ INPUT_SIZE = (256, 192)
 @pytest.fixture(scope='module')
 def pose_seg(model_dir):
     """Pose + seg (the cheaper heads) through the real loader."""
-    from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+    from sapiens_ros.backends.factory import load_pipeline
+    from sapiens_ros.core.pipeline import PipelineConfig
 
-    return Pipeline.from_pretrained('pose,seg', model_dir=str(model_dir),
+    return load_pipeline('pose,seg', model_dir=str(model_dir),
                                     config=PipelineConfig(input_size=INPUT_SIZE))
 
 

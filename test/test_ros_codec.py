@@ -4,7 +4,7 @@ import cv2
 import numpy as np
 import pytest
 from sapiens_ros.core.errors import FrameError
-from sapiens_ros.ros.image_codec import decode_compressed, decode_raw
+from sapiens_ros.core.image_codec import decode_compressed, decode_raw
 from skimage import data as skdata
 
 

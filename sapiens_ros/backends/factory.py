@@ -23,6 +23,7 @@ from .export import dtype_name, export_onnx, onnx_metadata, parse_batch
 from .fingerprint import file_hash, weights_hash
 from ..core.errors import UnknownTaskError
 from ..core.loading import load_model, parse_device, resolve_sources
+from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import DEFAULT_SIZE, parse_tasks
 
 LOG = logging.getLogger(__name__)
@@ -193,3 +194,29 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
     sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
     return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE, **kwargs)
             for t, s in sources.items()}
+
+
+def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
+                  size: str | None = None, model_dir: str | None = None,
+                  models: Mapping[str, str] | None = None, dtype: str | None = None,
+                  device: str = 'cpu', config: PipelineConfig | None = None,
+                  random_weights: bool = False, **runner_options) -> Pipeline:
+    """
+    Load every task's model on ``backend`` (torch, onnxruntime or tensorrt) into a Pipeline.
+
+    Sources: ``models[task]`` > ``model_dir/<task>`` > the hub id of ``size``, or tiny random
+    models with ``random_weights`` (offline smoke runs: outputs are noise). ``runner_options``
+    go to :func:`make_runner` (batch profile, torch.compile, CUDA graphs, ORT providers, engine
+    cache, ...). This is the one place that turns a model description into runners: the core
+    only receives them (``Pipeline(runners, config, device)``).
+    """
+    config = config or PipelineConfig()
+    requested = parse_tasks(tasks)
+    tasks = config.required_tasks(requested)
+    if tasks != requested:
+        LOG.info('loading seg too: pose takes its person boxes from it (box_source=seg)')
+    runner_options.setdefault('input_size', config.input_size)
+    runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
+                            dtype=dtype, device=device, random_weights=random_weights,
+                            **runner_options)
+    return Pipeline(runners, config, device)

@@ -21,7 +21,6 @@ from .heads.segmentation import seg_labels, SegResult
 from .letterbox import sample_map
 from .loading import parse_device
 from .metadata import keypoint_info
-from .registry import parse_tasks
 from .runners import Runner
 from .timing import StageTimer
 
@@ -110,33 +109,6 @@ class Pipeline:
         info = keypoint_info()
         self._flip_perm = torch.as_tensor(self._flip_permutation(info), device=self.device)
         self.num_keypoints = len(info.names)
-
-    @classmethod
-    def from_pretrained(cls, tasks: str | Sequence[str], *, backend: str = 'torch',
-                        size: str | None = None, model_dir: str | None = None,
-                        models: Mapping[str, str] | None = None, dtype: str | None = None,
-                        device: str = 'cpu', config: PipelineConfig | None = None,
-                        random_weights: bool = False, **runner_options) -> Pipeline:
-        """
-        Load every task's model on ``backend`` (torch, onnxruntime or tensorrt) and build.
-
-        Sources: ``models[task]`` > ``model_dir/<task>`` > the hub id of ``size``, or tiny random
-        models with ``random_weights`` (offline smoke runs: outputs are noise).
-        ``runner_options`` go to :func:`sapiens_ros.backends.factory.make_runner` (batch
-        profile, torch.compile, CUDA graphs, ORT providers, engine cache, ...).
-        """
-        from ..backends.factory import build_runners
-
-        config = config or PipelineConfig()
-        requested = parse_tasks(tasks)
-        tasks = config.required_tasks(requested)
-        if tasks != requested:
-            LOG.info('loading seg too: pose takes its person boxes from it (box_source=seg)')
-        runner_options.setdefault('input_size', config.input_size)
-        runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
-                                dtype=dtype, device=device, random_weights=random_weights,
-                                **runner_options)
-        return cls(runners, config, device)
 
     @property
     def tasks(self) -> tuple[str, ...]:

@@ -16,14 +16,14 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from .image_codec import decode_message
+from ..core.image_codec import decode_message
 from .messages import image_msg
 from .spin import run_node
 
 
 def bundled_photo() -> np.ndarray:
     """Return the sample photo (scikit-image's astronaut, as the CLI uses) as BGR uint8."""
-    from ..cli import sample_image_path
+    from ..core.sample_image import sample_image_path
 
     return cv2.imread(str(sample_image_path()), cv2.IMREAD_COLOR)
 

@@ -14,7 +14,7 @@ import sys
 import cv2
 import numpy as np
 
-from ..core.errors import FrameError
+from .errors import FrameError
 
 #: OpenCV demosaicing codes per ROS bayer pattern (OpenCV names the pattern one pixel later).
 _BAYER = {
