@@ -24,7 +24,6 @@ setup(
         ('share/' + PACKAGE, ['package.xml']),
         _share('launch', '*.launch.py'),
         _share('config'),
-        _share('resource'),
     ],
     python_requires='>=3.10',
     install_requires=[
@@ -41,6 +40,8 @@ setup(
         'onnx': ['onnx', 'onnxruntime', 'onnxscript'],
         'gpu': ['onnx', 'onnxruntime-gpu', 'onnxscript'],
         'tensorrt': ['tensorrt'],
+        'test': ['pytest', 'pyyaml', 'onnx', 'onnxruntime', 'onnxscript', 'mcap',
+                 'mcap-ros2-support'],
     },
     zip_safe=True,
     maintainer='sapiens_ros maintainers',
@@ -48,7 +49,6 @@ setup(
     description='Real-time Sapiens2 human perception (pose, segmentation, normals, pointmap) '
                 'for ROS 2.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'sapiens-ros = sapiens_ros.cli:main',

@@ -49,6 +49,8 @@ class Graph:
         node = PerceptionNode(context=self.context, parameter_overrides=[
             Parameter(k, value=v) for k, v in values.items()])
         self.add(node)
+        if values.get('autostart', True):  # configure runs from the executor: wait for it
+            assert node.autostarted.wait(120), 'autostart did not finish'
         return node
 
     def add(self, node):

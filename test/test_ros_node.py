@@ -1,6 +1,7 @@
 """The perception node over real rclpy + Fast DDS, on tiny random checkpoints and a real photo."""
 
 import json
+import threading
 import time
 
 import cv2
@@ -164,10 +165,11 @@ def test_parameter_updates_valid_and_rejected(graph):
         return future.result().results[0]
 
     assert set_param('pointmap_stride', 4).successful
-    assert node.pipeline.config.pointmap_stride == 4
+    assert node.pipeline_settings()['pointmap_stride'] == 4
     assert set_param('score_threshold', 0.6).successful and node._options.score_threshold == 0.6
     assert set_param('force_outputs', 'seg/labels').successful and node._forced == {'seg/labels'}
-    assert set_param('box_source', 'full').successful and node.pipeline.config.box_source == 'full'
+    assert set_param('box_source', 'full').successful
+    assert node.pipeline_settings()['box_source'] == 'full'
     for name, value, why in [('score_threshold', 1.5, ''), ('pointmap_stride', 0, ''),
                              ('box_source', 'boxes', 'one of'),
                              ('force_outputs', 'pose/nothing', 'unknown outputs'),
@@ -175,12 +177,30 @@ def test_parameter_updates_valid_and_rejected(graph):
         result = set_param(name, value)
         assert not result.successful, name
         assert why.lower() in result.reason.lower(), (name, result.reason)
-    assert node.pipeline.config.pointmap_stride == 4
+    assert node.pipeline_settings()['pointmap_stride'] == 4
     # The forced output is built without any subscriber.
     pub = graph.publisher(Image, 'image')
     graph.wait_for_subscribers(pub)
     assert _pump(graph, pub, lambda: _image(graph.tester), lambda: node.stats.processed > 0)
     assert node.stats.tasks_run == ('seg',)
+    assert node.pipeline.config.pointmap_stride == 4  # applied between frames
+    # A parameter change never waits for an inference: hold one in flight and set a value.
+    release, entered = threading.Event(), threading.Event()
+    real = node.pipeline.__class__.__call__
+
+    def held(pipe, *args, **kwargs):
+        entered.set()
+        assert release.wait(30)
+        return real(pipe, *args, **kwargs)
+
+    node.pipeline.__class__ = type('HeldPipeline', (node.pipeline.__class__,), {'__call__': held})
+    try:
+        pub.publish(_image(graph.tester))
+        assert entered.wait(10), 'no inference started'
+        assert set_param('pointmap_stride', 2).successful  # while the frame is held
+        assert node.pipeline_settings()['pointmap_stride'] == 2
+    finally:
+        release.set()
 
 
 class SlowRunner:
@@ -344,20 +364,38 @@ def test_keypoints_3d_sample_the_pointmap(graph):
     assert node.stats.tasks_run == ('pose', 'pointmap')
 
 
+def _fallback_case(graph, node, pub, outputs, kind='camera_info'):
+    """Publish one frame: it is counted under ``kind`` and still published (predicted scale)."""
+    _settle(graph, node, outputs)
+    count, published = node.stats.bad_inputs[kind], len(outputs)
+    assert _pump(graph, pub, lambda: _image(graph.tester),
+                 lambda: node.stats.bad_inputs[kind] > count and len(outputs) > published)
+
+
 def test_calibrated_pointmap_scale_from_camera_info(graph):
-    node = graph.perception(tasks='pointmap', calibrated=True)
+    node = graph.perception(tasks='seg,pointmap', calibrated=True, camera_info_timeout=30.0)
     depth = graph.collect(Image, 'pointmap/depth')
+    labels = graph.collect(Image, 'seg/labels')
     pub = graph.publisher(Image, 'image')
     info_pub = graph.publisher(CameraInfo, 'camera_info')
     graph.wait_for_subscribers(pub)
     graph.wait_for_subscribers(info_pub)
-    # No camera_info yet: rejected.
-    _bad_case(graph, node, pub, _image(graph.tester), 'camera_info', depth)
-    bad = camera_info_for(_header(graph.tester), 160, 160, 60.0)
-    bad.k[0] = 0.0
-    info_pub.publish(bad)
-    assert graph.wait(lambda: node._camera_info is not None and node._camera_info.k[0] == 0.0)
-    _bad_case(graph, node, pub, _image(graph.tester), 'camera_info', depth)
+    # No camera_info yet, then each kind of broken K: the frame still runs every head (seg and
+    # the pointmap with its predicted scale), and the problem is counted.
+    _fallback_case(graph, node, pub, depth)
+    assert labels
+    broken = {0: 0.0, 4: float('nan'), 2: 1e9}  # fx zero, fy NaN, cx far outside the image
+    for index, value in [*broken.items(), (0, 1e300)]:
+        bad = camera_info_for(_header(graph.tester), 160, 160, 60.0)
+        bad.k[index] = value
+        info_pub.publish(bad)
+        assert graph.wait(lambda: node._camera_info is not None and
+                          node._camera_info.k[index] is not None and
+                          (node._camera_info.k[index] == value or value != value))
+        seg_before = len(labels)
+        _fallback_case(graph, node, pub, depth)
+        assert graph.wait(lambda: len(labels) > seg_before)
+    assert node.stats.bad_inputs['camera_info'] >= 5
 
     def median_depth(fx):
         info = camera_info_for(_header(graph.tester), 160, 160, 60.0)
@@ -367,12 +405,19 @@ def test_calibrated_pointmap_scale_from_camera_info(graph):
         _settle(graph, node, depth)  # frames published before the new K are done
         count = len(depth)
         assert _pump(graph, pub, lambda: _image(graph.tester), lambda: len(depth) > count)
-        z = np.frombuffer(depth[count].data, np.float32)
+        z = np.frombuffer(depth[-1].data, np.float32)
         return float(np.nanmedian(z))
 
+    bad_before = node.stats.bad_inputs['camera_info']
     near, far = median_depth(200.0), median_depth(400.0)
     assert far == pytest.approx(2.0 * near, rel=1e-3)  # metric scale follows K
-    assert node.stats.bad_inputs['camera_info'] == 2
+    assert node.stats.bad_inputs['camera_info'] == bad_before
+    # A camera_info older than camera_info_timeout is stale: counted, predicted scale.
+    node.set_parameters([rclpy.parameter.Parameter('camera_info_timeout', value=0.2)])
+    time.sleep(0.3)
+    _fallback_case(graph, node, pub, depth)
+    diag = _diag(node)
+    assert 'camera_info' in diag['last_error'] and 'old' in diag['last_error']
 
 
 def test_onnxruntime_backend(graph, tmp_path):

@@ -13,6 +13,10 @@ class WeightsNotFoundError(SapiensError, OSError):
     """Model weights are neither local nor downloadable (e.g. ``HF_HUB_OFFLINE=1``)."""
 
 
+class CorruptCheckpointError(SapiensError, OSError):
+    """Checkpoint weights that exist but cannot be read (truncated or corrupt file)."""
+
+
 class CheckpointMismatchError(SapiensError, ValueError):
     """A checkpoint whose model class does not serve the requested task."""
 

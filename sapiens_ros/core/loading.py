@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from .errors import CheckpointMismatchError, InputSizeError, UnknownTaskError, WeightsNotFoundError
+from .errors import (CheckpointMismatchError, CorruptCheckpointError, InputSizeError,
+                     UnknownTaskError, WeightsNotFoundError)
 from .registry import DEFAULT_SIZE, hub_id, model_class, task_spec, TASKS
 
 LOG = logging.getLogger(__name__)
@@ -164,6 +165,11 @@ def load_model(task: str, source: str | None = None, *, size: str = DEFAULT_SIZE
                 f'{source!r} has a config but no loadable weights ({exc}); expected '
                 f'model.safetensors written by save_pretrained') from exc
         raise _weights_error(source, exc) from exc
+    except Exception as exc:  # noqa: BLE001 - safetensors/torch errors on a damaged file
+        raise CorruptCheckpointError(
+            f'the weights of {source!r} ({_weight_files(path)}) cannot be read: '
+            f'{type(exc).__name__}: {exc}. The file is truncated or corrupt (an interrupted '
+            f'download or copy, or a full disk): delete it and download or save it again') from exc
     LOG.info('loaded %s (%s) from %s as %s on %s', spec.model_class, task, source,
              torch_dtype, dev)
     return model.to(dev).eval()
@@ -232,3 +238,14 @@ def check_input_size(task: str, config, input_size: tuple[int, int]) -> tuple[in
                 f'the pointmap scale head cannot take {height}x{width}: its MLP expects '
                 f'{want} features. It accepts {hint}, e.g. 1024x768')
     return height, width
+
+
+def _weight_files(path: str) -> str:
+    """Name the weight files of a local checkpoint directory (or the hub id) for messages."""
+    folder = Path(path)
+    if folder.is_dir():
+        files = sorted(str(f) for f in folder.glob('*.safetensors')) or \
+            sorted(str(f) for f in folder.glob('*.bin'))
+        if files:
+            return ', '.join(files)
+    return path

@@ -28,13 +28,43 @@ class Param:
     high: float | None = None
     choices: tuple[str, ...] = ()
 
+    @property
+    def flexible(self) -> bool:
+        """
+        Accept more than one ROS type: an int for a double, a list for ``tasks``.
+
+        YAML files and ``-p rate:=10`` give an INTEGER where a DOUBLE is declared, and
+        ``tasks:=[pose,seg]`` a STRING_ARRAY: rclpy would reject them at start-up.
+        """
+        return isinstance(self.default, float) or self.name == 'tasks'
+
+    def coerce(self, value: Any) -> Any:
+        """Return ``value`` as this parameter's Python type (see :attr:`flexible`)."""
+        if isinstance(self.default, float) and isinstance(value, int) and \
+                not isinstance(value, bool):
+            return float(value)
+        if self.name == 'tasks' and isinstance(value, (list, tuple)):
+            return ','.join(str(v) for v in value)
+        return value
+
+    def check_type(self, value: Any) -> str | None:
+        """Say why ``value`` has the wrong type for this parameter, or None."""
+        if not self.flexible:
+            return None  # rclpy enforces the declared type
+        value = self.coerce(value)
+        if type(value) is not type(self.default):
+            return f'{self.name} must be a {type(self.default).__name__}, got {value!r}'
+        return None
+
     def descriptor(self) -> ParameterDescriptor:
         """ROS descriptor with the description, range and read-only flag."""
         desc = self.description
         if self.choices:
             desc += f" (one of: {', '.join(self.choices)})"
-        d = ParameterDescriptor(name=self.name, type=_TYPES[type(self.default)],
-                                description=desc, read_only=self.read_only)
+        d = ParameterDescriptor(name=self.name, description=desc, read_only=self.read_only,
+                                dynamic_typing=self.flexible)
+        if not self.flexible:
+            d.type = _TYPES[type(self.default)]
         if self.low is not None and isinstance(self.default, float):
             d.floating_point_range = [FloatingPointRange(from_value=float(self.low),
                                                          to_value=float(self.high), step=0.0)]
@@ -68,6 +98,11 @@ PARAMS: tuple[Param, ...] = (
           '1 avoids OpenMP oversubscription when the CPU is shared', read_only=True,
           low=0, high=256),
     Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)', read_only=True),
+    Param('allow_build', True, 'build a missing ONNX graph / TensorRT engine at configure; '
+          'false: fail with the `sapiens-ros export` command to build it beforehand',
+          read_only=True),
+    Param('engine_batch', '1:1:8', 'TensorRT/ONNX batch profile min:opt:max (pose crops per '
+          'frame)', read_only=True),
     Param('input_size', [1024, 768], 'model input [height, width], multiples of 16',
           read_only=True),
     Param('random_weights', False, 'build tiny random models instead of loading weights '
@@ -84,8 +119,11 @@ PARAMS: tuple[Param, ...] = (
     Param('input_depth', 1, 'input QoS history depth', read_only=True, low=1, high=100),
     Param('output_depth', 2, 'output QoS history depth (reliable)', read_only=True,
           low=1, high=5),
-    Param('calibrated', False, 'use camera_info K for a metric pointmap scale; frames '
-          'without a valid camera_info are rejected', read_only=True),
+    Param('calibrated', False, 'use camera_info K for a metric pointmap scale; without a '
+          'fresh, valid camera_info a frame falls back to the predicted scale (counted)',
+          read_only=True),
+    Param('camera_info_timeout', 5.0, 'a camera_info older than this (s) is stale; 0: never',
+          low=0.0, high=3600.0),
     Param('max_pixels', 4096 * 4096, 'largest accepted input image (pixels)', low=1,
           high=1 << 30),
     # Runtime-changeable.
@@ -126,6 +164,10 @@ def validate(name: str, value: Any, loaded_tasks: tuple[str, ...] = ()) -> str |
     spec = PARAM_BY_NAME.get(name)
     if spec is None:
         return None
+    wrong = spec.check_type(value)
+    if wrong:
+        return wrong
+    value = spec.coerce(value)
     if spec.choices and value not in spec.choices:
         return f'{name} must be one of {", ".join(spec.choices)}, got {value!r}'
     if spec.low is not None and not (spec.low <= value <= spec.high):

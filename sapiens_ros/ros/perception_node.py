@@ -21,6 +21,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+import rclpy.logging
 from rclpy.parameter import Parameter
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_default,
                        QoSProfile, ReliabilityPolicy)
@@ -29,12 +30,13 @@ from std_msgs.msg import String
 
 from .messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
                        OUTPUT_TASK, TASK_OUTPUTS, TOPIC_TYPES)
-from .node_params import PARAMS, parse_outputs, validate
+from .node_params import PARAM_BY_NAME, PARAMS, parse_outputs, validate
 from .runtime import LatestSlot, NodeStats, Throttle
-from .spin import run_node
+from .spin import run_node, STOP_TIMEOUT_S
 from ..backends.factory import load_pipeline
 from ..core.errors import FrameError, SapiensError
 from ..core.image_codec import decode_message
+from ..core.intrinsics import Intrinsics
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import parse_tasks
 
@@ -43,7 +45,7 @@ _PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
                     'pointmap_stride', 'foreground_only')
 
 
-def build_pipeline(tasks: tuple[str, ...], params: dict) -> Pipeline:
+def build_pipeline(tasks: tuple[str, ...], params: dict, progress: bool = False) -> Pipeline:
     """Load (or, with ``random_weights``, build tiny random) models per the node parameters."""
     input_size = tuple(int(v) for v in params['input_size'])
     if len(input_size) != 2:
@@ -55,7 +57,8 @@ def build_pipeline(tasks: tuple[str, ...], params: dict) -> Pipeline:
 
         torch.set_num_threads(params['cpu_threads'])
     dtype = None if params['dtype'] in ('', 'auto') else params['dtype']
-    options = {'cuda_graphs': params['cuda_graphs'], 'progress': False}
+    options = {'cuda_graphs': params['cuda_graphs'], 'progress': progress,
+               'allow_build': params['allow_build'], 'batch': params['engine_batch']}
     if params['cache_dir']:
         options['cache_dir'] = params['cache_dir']
     models = {t: params[f'models.{t}'] for t in tasks if params.get(f'models.{t}')}
@@ -63,6 +66,19 @@ def build_pipeline(tasks: tuple[str, ...], params: dict) -> Pipeline:
                          model_dir=params['model_dir'] or None, models=models,
                          dtype=dtype, device=params['device'], config=config,
                          random_weights=params['random_weights'], **options)
+
+
+def configure_error(exc: BaseException) -> str:
+    """Say in one line why loading failed and what fixes it."""
+    text = f'{type(exc).__name__}: {exc}'
+    if isinstance(exc, SapiensError):
+        return str(exc)  # the core's errors name their fix
+    if isinstance(exc, ImportError):
+        return f'{text}: install the missing package (README, "Install")'
+    if isinstance(exc, MemoryError) or 'out of memory' in str(exc).lower():
+        return (f'{text}: not enough memory for these models: use a smaller model_size, '
+                f'dtype bf16/fp16 on a GPU, or fewer tasks')
+    return f'{text} (unexpected: please report it with this log)'
 
 
 @dataclasses.dataclass
@@ -105,18 +121,31 @@ class PerceptionNode(LifecycleNode):
         self._input_group = MutuallyExclusiveCallbackGroup()
         self._options = MessageOptions()
         self._forced: set[str] = set()
+        self._pending: dict = {}  # runtime pipeline settings, applied between frames
+        self.not_configured_reason = 'not configured yet'
+        self._camera_info_time = 0.0
         self._apply_runtime({p.name: self._param(p.name) for p in PARAMS})
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
                                                qos_profile_system_default)
         self._diag_timer = self.create_timer(1.0, self.publish_diagnostics)
-        if self.get_parameter('autostart').value and \
-                self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
+        self._autostart_timer = None
+        self.autostarted = threading.Event()  # set once autostart has configured (or failed)
+        if self._param('autostart'):  # from the executor: services answer while models load
+            self._autostart_timer = self.create_timer(
+                0.0, self._autostart, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _autostart(self) -> None:
+        self._autostart_timer.cancel()
+        try:
+            if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+                self.trigger_activate()
+        finally:
+            self.autostarted.set()
 
     # ----------------------------------------------------------------- parameters
     def _param(self, name: str):
-        return self.get_parameter(name).value
+        return PARAM_BY_NAME[name].coerce(self.get_parameter(name).value)
 
     def _params(self) -> dict:
         return {p.name: self._param(p.name) for p in PARAMS}
@@ -126,7 +155,8 @@ class PerceptionNode(LifecycleNode):
             reason = validate(p.name, p.value, self.tasks)
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
-        self._apply_runtime({p.name: p.value for p in params})
+        self._apply_runtime({p.name: PARAM_BY_NAME[p.name].coerce(p.value) if p.name in
+                             PARAM_BY_NAME else p.value for p in params})
         return SetParametersResult(successful=True)
 
     def _apply_runtime(self, values: dict) -> None:
@@ -136,29 +166,41 @@ class PerceptionNode(LifecycleNode):
                     setattr(self._options, name, values[name])
             if 'force_outputs' in values:
                 self._forced = parse_outputs(values['force_outputs'])
-            if self.pipeline is not None:
-                for name in _PIPELINE_PARAMS:
-                    if name in values:
-                        setattr(self.pipeline.config, name, values[name])
+            self._pending.update({k: v for k, v in values.items() if k in _PIPELINE_PARAMS})
+
+    def pipeline_settings(self) -> dict:
+        """Return the runtime pipeline settings the next frame runs with."""
+        with self._lock:
+            current = {n: getattr(self.pipeline.config, n) for n in _PIPELINE_PARAMS} \
+                if self.pipeline is not None else {}
+            return {**current, **self._pending}
 
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Load the models and create the publishers."""
         try:
+            problems = [r for r in (validate(p.name, self.get_parameter(p.name).value)
+                                    for p in PARAMS) if r]
+            if problems:
+                raise SapiensError('; '.join(problems))
             self.tasks = parse_tasks(self._param('tasks'))
             unknown = [t for t in self.tasks if t not in TASK_OUTPUTS]
             if unknown:
                 raise SapiensError(f'the node runs pose, seg, normal and pointmap; '
                                    f'not {unknown}')
             t0 = time.perf_counter()
-            self.pipeline = build_pipeline(self.tasks, self._params())
+            self.get_logger().info(f'loading {", ".join(self.tasks)} '
+                                   f'(backend {self._param("backend")})...')
+            self.pipeline = build_pipeline(self.tasks, self._params(), progress=True)
             self.get_logger().info(
                 f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
                 f'{self.pipeline.device} ({self._model_ids()})')
-        except (SapiensError, OSError, ValueError, ImportError) as exc:
-            self.get_logger().error(f'configure failed: {exc}')
+        except Exception as exc:  # noqa: BLE001 - rclpy would swallow it: say why, fail
             self.pipeline = None
+            self.not_configured_reason = configure_error(exc)
+            self.get_logger().error(f'configure failed: {self.not_configured_reason}')
             return TransitionCallbackReturn.FAILURE
+        self.not_configured_reason = ''
         depth = self._param('output_depth')
         out_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST)
@@ -175,6 +217,15 @@ class PerceptionNode(LifecycleNode):
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Subscribe to the camera and start the worker."""
+        try:
+            return self._activate(state)
+        except Exception as exc:  # noqa: BLE001 - rclpy would swallow it: say why, fail
+            self._stop(STOP_TIMEOUT_S)
+            self.not_configured_reason = f'activate failed: {configure_error(exc)}'
+            self.get_logger().error(self.not_configured_reason)
+            return TransitionCallbackReturn.FAILURE
+
+    def _activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = super().on_activate(state)
         for suffix, msg in info_messages(self.tasks).items():
             self._info_pubs[suffix].publish(msg)
@@ -201,11 +252,26 @@ class PerceptionNode(LifecycleNode):
         self.get_logger().info(f'active: listening on {self._subs[0].topic_name}')
         return result
 
-    def _stop(self) -> None:
+    def _stop(self, timeout: float | None = None) -> bool:
+        """
+        Stop the worker threads; return False if one is still busy after ``timeout`` seconds.
+
+        A CPU inference cannot be interrupted: past the deadline its thread (a daemon) is
+        abandoned and its result, when it comes, is dropped and counted (``frames_abandoned``).
+        """
         self._running.clear()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        stopped = True
         for thread in (self._worker, self._publisher):
-            if thread is not None:
-                thread.join()
+            if thread is None:
+                continue
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                stopped = False
+                # not the node's logger: rosout is gone once a signal shut the context down
+                rclpy.logging.get_logger('sapiens_ros.shutdown').warning(
+                    f'{self.get_name()}: {thread.name} still busy after {timeout:.1f} s: '
+                    'abandoning its frame')
         self._worker = self._publisher = None
         for sub in self._subs:
             self.destroy_subscription(sub)
@@ -213,6 +279,8 @@ class PerceptionNode(LifecycleNode):
         self._slot.clear()
         while not self._jobs.empty():  # a result queued as the threads stopped is stale now
             self._jobs.get_nowait()
+            self.stats.abandoned += 1
+        return stopped
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Unsubscribe, stop the worker and release cached device memory."""
@@ -248,9 +316,9 @@ class PerceptionNode(LifecycleNode):
         gc.collect()
         _free_device_memory(None, device)
 
-    def shutdown_worker(self) -> None:
-        """Join the worker thread (call before destroying the node)."""
-        self._stop()
+    def shutdown_worker(self, timeout: float | None = None) -> bool:
+        """Stop the worker threads within ``timeout`` seconds (before destroying the node)."""
+        return self._stop(timeout)
 
     # ----------------------------------------------------------------- input
     def _on_image(self, msg) -> None:
@@ -259,29 +327,31 @@ class PerceptionNode(LifecycleNode):
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self._camera_info = msg
+        self._camera_info_time = time.monotonic()
 
-    def _bad(self, kind: str, text: str) -> None:
-        self.stats.on_bad(kind)
+    def _bad(self, kind: str, text: str, consequence: str = 'frame skipped') -> None:
+        """Count a bad input of ``kind`` and log it, throttled per kind."""
+        self.stats.on_bad(kind, text)
         suppressed = self._throttle.check(kind)
         if suppressed is not None:
             more = f' ({suppressed} more since the last report)' if suppressed else ''
-            self.get_logger().error(f'bad input ({kind}): {text}; frame skipped{more}')
+            self.get_logger().error(f'bad input ({kind}): {text}; {consequence}{more}')
 
     def _decode(self, msg):
         fmt = self._param('compressed_format')
         return decode_message(msg, self._param('max_pixels'), None if fmt == 'any' else fmt)
 
     def _focal(self, size: tuple[int, int]) -> float:
+        """Return fx of a fresh, valid camera_info for an image of ``size``; else FrameError."""
         info = self._camera_info
         if info is None:
             raise FrameError('calibrated mode but no camera_info received yet')
-        fx = float(info.k[0])
-        if not math.isfinite(fx) or fx <= 0:
-            raise FrameError(f'camera_info K[0] (fx) must be a positive focal length, got {fx}')
-        if info.width and info.height and (info.height, info.width) != size:
-            raise FrameError(f'camera_info is for {info.width}x{info.height} but the image is '
-                             f'{size[1]}x{size[0]}')
-        return fx
+        age = time.monotonic() - self._camera_info_time
+        timeout = self._param('camera_info_timeout')
+        if timeout > 0 and age > timeout:
+            raise FrameError(f'the last camera_info is {age:.1f} s old (camera_info_timeout '
+                             f'{timeout:g} s): is the camera driver still publishing it?')
+        return Intrinsics.from_k(info.k, (info.height, info.width), size).fx
 
     # ----------------------------------------------------------------- worker
     def wanted_outputs(self) -> set[str]:
@@ -306,6 +376,8 @@ class PerceptionNode(LifecycleNode):
                         job = None
                     except queue.Full:
                         continue
+                if job is not None:  # stopped while this frame was in flight
+                    self.stats.abandoned += 1
             except Exception as exc:  # noqa: BLE001 - the worker must survive any frame
                 self._bad('internal', f'{type(exc).__name__}: {exc}')
             finally:
@@ -313,7 +385,7 @@ class PerceptionNode(LifecycleNode):
 
     def _publish_loop(self) -> None:
         """Publish stage: build and publish the messages of one result at a time."""
-        while self._running.is_set() or not self._jobs.empty():
+        while self._running.is_set():
             try:
                 job = self._jobs.get(timeout=0.1)
             except queue.Empty:
@@ -351,17 +423,20 @@ class PerceptionNode(LifecycleNode):
         if self._param('calibrated') and 'pointmap' in tasks:
             try:
                 fx = self._focal(frame.pixels.shape[:2])
-            except FrameError as exc:
-                self._bad('camera_info', str(exc))
-                return None
-        with self._lock:
-            try:
-                result = self.pipeline(frame.pixels, color_order=frame.color_order, fx=fx,
-                                       tasks=tasks)[0]
-            except SapiensError as exc:
-                self._bad('inference', str(exc))
-                return None
+            except FrameError as exc:  # only the metric scale needs it: the heads still run
+                self._bad('camera_info', str(exc), 'pointmap and 3D keypoints use the '
+                          'predicted scale for this frame')
+        with self._lock:  # short: runtime changes land between frames, never wait for one
+            for name, value in self._pending.items():
+                setattr(self.pipeline.config, name, value)
+            self._pending.clear()
             options = dataclasses.replace(self._options, outputs=outputs)
+        try:
+            result = self.pipeline(frame.pixels, color_order=frame.color_order, fx=fx,
+                                   tasks=tasks)[0]
+        except SapiensError as exc:
+            self._bad('inference', str(exc))
+            return None
         problem = result.non_finite()
         if problem:
             self._bad('model_nan', f'the model produced non-finite {problem}')
@@ -389,6 +464,23 @@ class PerceptionNode(LifecycleNode):
             return ''
         return ', '.join(f'{t}={r.model_id}' for t, r in self.pipeline.runners.items())
 
+    def _health(self, snap: dict, state: str) -> tuple[bytes, str]:
+        """Diagnostics level and message: why the node is not working, or how well it is."""
+        warn_ms = self._param('latency_warn_ms')
+        if self.pipeline is None:
+            failed = self.not_configured_reason not in ('', 'not configured yet')
+            return (DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN,
+                    f'not configured: {self.not_configured_reason}')
+        if snap['failed_rate_hz'] > 0:
+            every = snap['processed_rate_hz'] == 0
+            return (DiagnosticStatus.ERROR if every else DiagnosticStatus.WARN,
+                    f"{'every frame failed' if every else 'frames failing'} "
+                    f"({snap['failed_rate_hz']:.2f}/s): {snap['last_error']}")
+        if math.isfinite(snap['latency_p95_ms']) and snap['latency_p95_ms'] > warn_ms:
+            return (DiagnosticStatus.WARN,
+                    f"latency p95 {snap['latency_p95_ms']:.0f} ms over {warn_ms:.0f} ms")
+        return DiagnosticStatus.OK, state
+
     def publish_diagnostics(self) -> DiagnosticArray:
         """Publish (and return) the node's DiagnosticArray on /diagnostics."""
         snap = self.stats.snapshot(self._slot.dropped)
@@ -397,14 +489,7 @@ class PerceptionNode(LifecycleNode):
                                   hardware_id=str(self._param('device')))
         state = 'active' if self._running.is_set() else \
             ('configured' if self.pipeline is not None else 'unconfigured')
-        if self.pipeline is None:
-            status.level, status.message = DiagnosticStatus.WARN, 'not configured'
-        elif math.isfinite(snap['latency_p95_ms']) and snap['latency_p95_ms'] > warn_ms:
-            status.level = DiagnosticStatus.WARN
-            status.message = (f"latency p95 {snap['latency_p95_ms']:.0f} ms over "
-                              f'{warn_ms:.0f} ms')
-        else:
-            status.level, status.message = DiagnosticStatus.OK, state
+        status.level, status.message = self._health(snap, state)
         values = {
             'state': state,
             'input_rate_hz': f"{snap['input_rate_hz']:.2f}",
@@ -412,6 +497,7 @@ class PerceptionNode(LifecycleNode):
             'dropped_rate_hz': f"{snap['dropped_rate_hz']:.2f}",
             'frames_received': snap['received'], 'frames_processed': snap['processed'],
             'frames_dropped': snap['dropped'], 'frames_idle_skipped': snap['idle_skipped'],
+            'frames_abandoned': snap['abandoned'],
             'latency_p50_ms': f"{snap['latency_p50_ms']:.1f}",
             'latency_p95_ms': f"{snap['latency_p95_ms']:.1f}",
             'latency_warn_ms': warn_ms,
@@ -419,6 +505,9 @@ class PerceptionNode(LifecycleNode):
             'device': str(self.pipeline.device) if self.pipeline else self._param('device'),
             'tasks_loaded': ','.join(self.tasks), 'tasks_run': ','.join(snap['tasks_run']),
             'bad_inputs_total': sum(snap['bad_inputs'].values()),
+            'failed_rate_hz': f"{snap['failed_rate_hz']:.2f}",
+            'last_error': snap['last_error'],
+            'not_configured_reason': self.not_configured_reason,
         }
         if self.pipeline is not None:
             for t, r in self.pipeline.runners.items():

@@ -66,21 +66,24 @@ class NodeStats:
         self.received = 0
         self.processed = 0
         self.idle_skipped = 0  # frames with no subscribed output
+        self.abandoned = 0  # results dropped because the node stopped while they were in flight
         self.bad_inputs: Counter = Counter()
+        self.last_error = ''
         self.latencies_ms: deque = deque(maxlen=window)
         self.stage_ms: dict[str, float] = {}
         self.tasks_run: tuple[str, ...] = ()
-        self._mark = (time.monotonic(), 0, 0, 0)
+        self._mark = (time.monotonic(), 0, 0, 0, 0)
 
     def on_received(self) -> None:
         """Count one input frame."""
         with self._lock:
             self.received += 1
 
-    def on_bad(self, kind: str) -> None:
-        """Count one rejected input of ``kind``."""
+    def on_bad(self, kind: str, text: str = '') -> None:
+        """Count one rejected input (or failed frame) of ``kind``; keep the latest reason."""
         with self._lock:
             self.bad_inputs[kind] += 1
+            self.last_error = f'{kind}: {text}' if text else kind
 
     def on_processed(self, latency_ms: float | None, stages: dict[str, float],
                      tasks: tuple[str, ...]) -> None:
@@ -96,19 +99,21 @@ class NodeStats:
         """Rates since the previous snapshot, totals, and percentiles of the last latencies."""
         with self._lock:
             now = time.monotonic()
-            t0, rec0, proc0, drop0 = self._mark
+            t0, rec0, proc0, drop0, bad0 = self._mark
+            bad = sum(self.bad_inputs.values())
             dt = max(now - t0, 1e-6)
             lat = np.asarray(self.latencies_ms, np.float64)
             out = {
                 'input_rate_hz': (self.received - rec0) / dt,
                 'processed_rate_hz': (self.processed - proc0) / dt,
                 'dropped_rate_hz': (dropped - drop0) / dt,
+                'failed_rate_hz': (bad - bad0) / dt, 'last_error': self.last_error,
                 'received': self.received, 'processed': self.processed, 'dropped': dropped,
-                'idle_skipped': self.idle_skipped,
+                'idle_skipped': self.idle_skipped, 'abandoned': self.abandoned,
                 'latency_p50_ms': float(np.percentile(lat, 50)) if lat.size else float('nan'),
                 'latency_p95_ms': float(np.percentile(lat, 95)) if lat.size else float('nan'),
                 'stage_ms': dict(self.stage_ms), 'bad_inputs': dict(self.bad_inputs),
                 'tasks_run': self.tasks_run,
             }
-            self._mark = (now, self.received, self.processed, dropped)
+            self._mark = (now, self.received, self.processed, dropped, bad)
             return out

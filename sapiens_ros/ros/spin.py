@@ -1,26 +1,64 @@
-"""Run one node as a program: init, spin until Ctrl-C or shutdown, tear down (Humble-safe)."""
+"""Run one node as a program: init, spin until Ctrl-C or SIGTERM, tear down within a deadline."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import logging
+import os
+import signal
+import sys
 
 import rclpy
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
                              SingleThreadedExecutor)
 from rclpy.node import Node
 
+#: Seconds the teardown waits for a node's worker threads before abandoning them. ``ros2 launch``
+#: escalates to SIGTERM 5 s after its SIGINT, so the whole teardown must fit well inside that.
+STOP_TIMEOUT_S = 2.0
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def ignore_stop_signals() -> None:
+    """
+    Ignore further SIGINT/SIGTERM while a process tears down.
+
+    Ctrl-C in a terminal signals the whole process group and ``ros2 launch`` forwards one more
+    SIGINT (then SIGTERM): a second signal must not interrupt the teardown with a traceback.
+    """
+    for sig in _STOP_SIGNALS:
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except ValueError:  # not the main thread: the caller's teardown is not signal-driven
+            return
+
+
+def exit_now(code: int = 0) -> None:
+    """Flush and leave at once, without interpreter finalisation (abandoned threads stay put)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
 
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
-             multithreaded: bool = False) -> None:
+             multithreaded: bool = False, stop_timeout: float = STOP_TIMEOUT_S) -> None:
     """
-    Spin the node ``make_node()`` builds until Ctrl-C or an external shutdown.
+    Spin the node ``make_node()`` builds until Ctrl-C, SIGTERM or an external shutdown.
 
-    Uses ``rclpy.init`` with try/finally (``with rclpy.init()`` is Kilted-only). A node with a
-    ``shutdown_worker()`` method has it joined before the node is destroyed.
+    The teardown ignores further stop signals, gives a node's ``shutdown_worker(timeout)`` at most
+    ``stop_timeout`` seconds, and exits with status 0. A worker still busy then (a CPU inference
+    cannot be interrupted) is abandoned: the process leaves without waiting for it.
+    Uses ``rclpy.init`` with try/finally (``with rclpy.init()`` is Kilted-only).
     """
-    rclpy.init(args=args)
+    rclpy.init(args=args)  # rclpy's handlers turn SIGINT and SIGTERM into a context shutdown
     node = None
     executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+    stopped = True
     try:
         node = make_node()
         executor.add_node(node)
@@ -28,11 +66,15 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        ignore_stop_signals()
         if node is not None:
             stop = getattr(node, 'shutdown_worker', None)
             if stop is not None:
-                stop()
+                stopped = stop(stop_timeout) is not False
             executor.remove_node(node)
             node.destroy_node()
-        executor.shutdown()
+        executor.shutdown(timeout_sec=stop_timeout)
         rclpy.try_shutdown()
+        ignore_stop_signals()  # rclpy restores the handlers it replaced at shutdown
+    if not stopped:
+        exit_now(0)
