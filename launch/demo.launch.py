@@ -8,10 +8,11 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, SetEnvironmentVariable
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from sapiens_ros.ros.launch_support import profile_path, PROFILE_VAR
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -39,4 +40,7 @@ def generate_launch_description() -> LaunchDescription:
     monitor = Node(package='sapiens_ros', executable='monitor', name='monitor',
                    namespace='demo', output='screen',
                    parameters=[{'output_dir': LaunchConfiguration('output_dir')}])
-    return LaunchDescription(args + [camera, perception, monitor])
+    # The profile first, so the camera's process has it too (the include sets it again: no-op).
+    profile = profile_path(share)
+    env = [SetEnvironmentVariable(PROFILE_VAR, profile)] if profile else []
+    return LaunchDescription(args + env + [camera, perception, monitor])

@@ -13,9 +13,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironment
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
-PACKAGE = 'sapiens_ros'
-PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilted
+from sapiens_ros.ros.launch_support import (PACKAGE, parameter_overrides, profile_path,
+                                            PROFILE_VAR)
 
 ARGUMENTS = (
     ('camera', 'image', 'input image topic (remapped onto the node\'s "image")'),
@@ -31,6 +30,12 @@ ARGUMENTS = (
     ('params_file', '', 'parameters YAML (default: config/perception.yaml of the package)'),
     ('compressed', '', 'true: subscribe <camera>/compressed (default: params_file)'),
     ('random_weights', '', 'true: tiny random models, no weights needed (default: params_file)'),
+    ('autostart', '', 'false: stay unconfigured until a lifecycle transition (default: true)'),
+    ('input_size', '', 'model input HEIGHTxWIDTH, e.g. 1024x768 (default: params_file)'),
+    ('cpu_threads', '', 'torch CPU threads per node, 0 = torch default (default: params_file)'),
+    ('allow_build', '', 'false: never build ONNX graphs / TensorRT engines at start-up'),
+    ('engine_batch', '', 'TensorRT/ONNX batch profile min:opt:max (default: params_file)'),
+    ('cache_dir', '', 'ONNX/TensorRT cache folder (default: ~/.cache/sapiens_ros)'),
     ('use_rviz', 'false', 'start RViz'),
     ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
                              f'RMW is Fast DDS and none is set')),
@@ -41,24 +46,15 @@ def _share() -> str:
     return get_package_share_directory(PACKAGE)
 
 
-def _uses_fastdds() -> bool:
-    return os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps')
-
-
 def _nodes(context, *args, **kwargs):
     """Build the nodes from the resolved arguments (no eval, no subprocess)."""
     arg = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
     actions = []
-    user_profile = os.environ.get(PROFILE_VAR) or os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE')
-    if arg['dds_profile'].lower() == 'true' and _uses_fastdds() and not user_profile:
-        actions.append(SetEnvironmentVariable(
-            PROFILE_VAR, os.path.join(_share(), 'config', 'fastdds_shm.xml')))
+    profile = profile_path(_share())
+    if arg['dds_profile'].lower() == 'true' and profile:
+        actions.append(SetEnvironmentVariable(PROFILE_VAR, profile))
     params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
-    # Only arguments given on the command line override the parameters file.
-    overrides = {name: arg[name] for name in ('tasks', 'model_size', 'backend', 'dtype', 'device')
-                 if arg[name]}
-    overrides.update({name: arg[name].lower() == 'true'
-                      for name in ('compressed', 'random_weights') if arg[name]})
+    overrides = parameter_overrides(arg)  # only arguments given override the parameters file
     cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
     if cameras:
         targets = [(c, 'image') for c in cameras]

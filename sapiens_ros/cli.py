@@ -49,10 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     from .core.errors import SapiensError
 
     try:
-        return int(args.run(args) or 0)
+        rc = int(args.run(args) or 0)
     except SapiensError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
+    if getattr(args, 'abandoned_threads', False):  # an uninterruptible inference is running
+        from .ros.spin import exit_now
+
+        exit_now(rc)
+    return rc
 
 
 if __name__ == '__main__':

@@ -26,9 +26,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument('--model-dir', default='', help='folder with <dir>/<task>/ checkpoints')
     p.add_argument('--model', action='append', default=[], metavar='TASK=ID_OR_PATH',
                    help='override one task (repeatable), as in `sapiens-ros infer`')
-    p.add_argument('--device', default='cpu')
-    p.add_argument('--dtype', default='auto', help='auto, fp32, bf16 or fp16')
-    p.add_argument('--backend', default='torch', help='torch, onnxruntime or tensorrt')
+    p.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
+    p.add_argument('--dtype', default='auto', choices=('auto', 'fp32', 'bf16', 'fp16'))
+    p.add_argument('--backend', default='torch', choices=('torch', 'onnxruntime', 'tensorrt'))
     p.add_argument('--input-size', default='', help='HxW model input, e.g. 512x384')
     p.add_argument('--random-weights', action='store_true',
                    help='tiny random models: checks the graph without downloading weights')
@@ -39,9 +39,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _input_size(text: str, random_weights: bool) -> list[int]:
+    from .ros.launch_support import parse_input_size
+
     if text:
-        h, w = text.lower().split('x')
-        return [int(h), int(w)]
+        return parse_input_size(text)
     return [256, 192] if random_weights else [1024, 768]
 
 
@@ -49,12 +50,22 @@ def run(args: argparse.Namespace) -> int:
     """Start the three nodes; return 1 with a hint naming --random-weights if loading fails."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+    from rclpy.lifecycle import TransitionCallbackReturn
     from rclpy.parameter import Parameter
 
     from .cli_infer import parse_overrides
+    from .core.errors import SapiensError
     from .ros.monitor import Monitor
     from .ros.perception_node import PerceptionNode
-    from .ros.sample_camera import SampleCamera
+    from .ros.sample_camera import check_source, SampleCamera
+    from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
+
+    try:  # a wrong --source fails now, not after the models have loaded
+        check_source(args.source)
+        input_size = _input_size(args.input_size, args.random_weights)
+    except (SapiensError, ValueError) as exc:
+        print(f'demo: {exc}', flush=True)
+        return 2
 
     os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', '[{severity}] [{name}]: {message}')
     if args.random_weights:
@@ -71,29 +82,31 @@ def run(args: argparse.Namespace) -> int:
                      Parameter('model_dir', value=args.model_dir),
                      Parameter('device', value=args.device), Parameter('dtype', value=args.dtype),
                      Parameter('backend', value=args.backend),
-                     Parameter('input_size', value=_input_size(args.input_size,
-                                                               args.random_weights)),
-                     Parameter('random_weights', value=bool(args.random_weights))]
+                     Parameter('input_size', value=input_size),
+                     Parameter('random_weights', value=bool(args.random_weights)),
+                     Parameter('autostart', value=False)]
         overrides += [Parameter(f'models.{task}', value=source)
                       for task, source in parse_overrides(args.model).items()]
         perception = PerceptionNode(namespace='demo', context=context,
                                     parameter_overrides=overrides)
         nodes.append(perception)
-        if perception.pipeline is None:
+        executor.add_node(perception)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()  # services answer while the models load
+        if perception.trigger_configure() != TransitionCallbackReturn.SUCCESS:
             hint = ('' if args.random_weights else
                     ' The Sapiens2 weights could not be loaded (see the error above). To see the '
                     'graph work without them, run: sapiens-ros demo --random-weights')
             print(f'demo: the perception node failed to configure.{hint}', flush=True)
             return 1
+        perception.trigger_activate()
         nodes.append(SampleCamera(namespace='demo', context=context, parameter_overrides=[
             Parameter('source', value=args.source), Parameter('rate', value=args.rate)]))
         nodes.append(Monitor(namespace='demo', context=context, parameter_overrides=[
             Parameter('output_dir', value=args.output_dir),
             Parameter('tasks', value=args.tasks)]))
-        for node in nodes:
+        for node in nodes[1:]:
             executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
         print(f'demo: running (overlays in {args.output_dir}/); Ctrl+C to stop', flush=True)
         end = time.monotonic() + args.duration if args.duration > 0 else None
         try:
@@ -101,12 +114,16 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(0.2)
         except KeyboardInterrupt:
             pass
-        executor.shutdown()
-        spinner.join()
+        return 0
+    except KeyboardInterrupt:  # Ctrl-C while the models load
         return 0
     finally:
-        for node in nodes:
-            if isinstance(node, PerceptionNode):
-                node.shutdown_worker()
+        previous = ignore_stop_signals()  # a second Ctrl-C must not cut the teardown short
+        stopped = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in nodes
+                      if isinstance(node, PerceptionNode))
+        executor.shutdown(timeout_sec=STOP_TIMEOUT_S)
+        for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown(context=context)
+        args.abandoned_threads = not stopped  # the CLI then exits without waiting for them
+        restore_signals(previous)

@@ -33,4 +33,18 @@ if [ "$system_ros" = 0 ]; then
   pip install -q -r requirements-ros.txt
 fi
 pip install -q --no-deps -e .
+
+# launch, launch_ros, the ros2 CLI, ament_copyright/xmllint and colcon: every ROS install has them,
+# PyPI does not. A sourced ROS provides its own; otherwise the kit beside this repository does.
+tools=../shared/ros-tools/install.sh
+if ! "$VENV/bin/python" -c 'import launch_ros, ros2cli, ament_copyright' 2>/dev/null; then
+  if [ "$system_ros" = 1 ]; then
+    echo "setup: your ROS lacks launch_ros/ros2cli/ament_copyright: apt install ros-$ROS_DISTRO-ros-base ros-$ROS_DISTRO-ament-copyright" >&2
+  elif [ -f "$tools" ]; then
+    bash "$tools" "$VENV" | grep -v "is ignored: it is neither" || true
+    "$VENV/bin/python" -c 'import launch_ros, ros2cli, ament_copyright'
+  else
+    echo "setup: no launch/ros2 CLI/colcon here (no sourced ROS, no $tools): their tests will skip" >&2
+  fi
+fi
 echo "setup: ready ($("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

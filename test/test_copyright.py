@@ -1,5 +1,3 @@
-# Copyright 2026 sapiens_ros maintainers
-# Licensed under the Apache License, Version 2.0
 """ament_copyright, skipped where it has no wheel (pip installs)."""
 
 import pytest

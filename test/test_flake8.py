@@ -1,5 +1,3 @@
-# Copyright 2026 sapiens_ros maintainers
-# Licensed under the Apache License, Version 2.0
 """ament_flake8 on the whole package, as `colcon test` runs it."""
 
 import pytest

@@ -13,6 +13,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
 from .messages import KEYPOINT_DTYPE, TASK_OUTPUTS, TOPIC_TYPES
+from .node_params import declare_float
 from .spin import run_node
 from ..core.image_codec import decode_raw
 from ..core.visualize import depth_colors, draw_skeleton
@@ -23,13 +24,15 @@ class Monitor(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(kwargs.pop('node_name', 'monitor'), **kwargs)
-        self.declare_parameter('period', 2.0)
+        self.period = declare_float(self, 'period', 2.0, 'seconds between reports')
         self.declare_parameter('output_dir', '')
         self.declare_parameter('tasks', 'pose,seg,normal,pointmap')
         self.counts: dict[str, int] = {}
         self.total: dict[str, int] = {}
         self.latency: dict[str, list] = {}
         self.diagnostics: dict[str, str] = {}
+        self._counters: list[tuple[float, int, int]] = []
+        self._start = time.monotonic()
         self._image = None
         self._keypoints = None
         out = self.get_parameter('output_dir').value
@@ -43,7 +46,7 @@ class Monitor(Node):
                                          lambda m, s=suffix: self._on_output(s, m), 2)
         self.create_subscription(Image, 'image', self._on_image, qos_profile_sensor_data)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 5)
-        self.create_timer(float(self.get_parameter('period').value), self.report)
+        self.create_timer(self.period, self.report)
 
     def _on_image(self, msg: Image) -> None:
         self._image = msg
@@ -52,6 +55,21 @@ class Monitor(Node):
         for status in msg.status:
             if 'sapiens perception' in status.name:
                 self.diagnostics = {kv.key: kv.value for kv in status.values}
+                self._counters.append((time.monotonic(), _count(self.diagnostics, 'received'),
+                                       _count(self.diagnostics, 'processed')))
+
+    def node_rates(self) -> tuple[float, float] | None:
+        """
+        Input and processed frame rates of the node over the run so far, or None.
+
+        Taken from its cumulative counters, not its 1 s rates: at 0.5 Hz most 1 s windows hold
+        no frame, and a frame received in one window may be processed in the next.
+        """
+        if len(self._counters) < 2:
+            return None
+        (t0, rec0, proc0), (t1, rec1, proc1) = self._counters[0], self._counters[-1]
+        dt = max(t1 - t0, 1e-6)
+        return (rec1 - rec0) / dt, min(proc1 - proc0, rec1 - rec0) / dt
 
     def _on_output(self, suffix: str, msg) -> None:
         self.counts[suffix] = self.counts.get(suffix, 0) + 1
@@ -86,19 +104,53 @@ class Monitor(Node):
 
     def report(self) -> None:
         """Print one line per topic: rate over the period and latency p50."""
-        period = float(self.get_parameter('period').value)
         lines = []
         for suffix in sorted(self.total):
-            lat = self.latency.get(suffix) or [float('nan')]
-            lines.append(f'  {suffix:18s} {self.counts.get(suffix, 0) / period:6.2f} Hz  '
-                         f'latency p50 {float(np.median(lat)):7.1f} ms')
+            lat = self.latency.get(suffix)
+            p50 = f'{float(np.median(lat)):7.1f} ms' if lat else '      - ms'
+            lines.append(f'  {suffix:18s} {self.counts.get(suffix, 0) / self.period:6.2f} Hz  '
+                         f'latency p50 {p50}')
         self.counts.clear()
         self.latency.clear()
+        print('\n'.join([f"[{time.strftime('%H:%M:%S')}] {self._node_line()}"] +
+                        (lines or ['  (no output yet)'])), flush=True)
+
+    def _node_line(self) -> str:
         diag = self.diagnostics
-        head = (f"[{time.strftime('%H:%M:%S')}] node: in {diag.get('input_rate_hz', '?')} Hz, "
-                f"processed {diag.get('processed_rate_hz', '?')} Hz, dropped "
-                f"{diag.get('frames_dropped', '?')}, p95 {diag.get('latency_p95_ms', '?')} ms")
-        print('\n'.join([head] + (lines or ['  (no output yet)'])), flush=True)
+        if not diag:
+            return 'node: no diagnostics yet'
+        rates = self.node_rates()
+        rate = f'in {rates[0]:.2f} Hz, processed {rates[1]:.2f} Hz' if rates else 'rates: -'
+        p95 = diag.get('latency_p95_ms', 'nan')
+        p95 = f'{p95} ms' if p95 not in ('nan', '') else '-'
+        return (f"node: {rate}, dropped {diag.get('frames_dropped', '0')}, latency p95 {p95}, "
+                f"{diag.get('state', '?')}")
+
+    def summary(self) -> str:
+        """Return the run's totals: frames per topic, the node's rates, drops and failures."""
+        elapsed = max(time.monotonic() - self._start, 1e-6)
+        lines = [f'summary after {elapsed:.1f} s: {self._node_line()}']
+        diag = self.diagnostics
+        if diag:
+            lines.append(f"  frames received {diag.get('frames_received', '0')}, processed "
+                         f"{diag.get('frames_processed', '0')}, dropped "
+                         f"{diag.get('frames_dropped', '0')}, bad inputs "
+                         f"{diag.get('bad_inputs_total', '0')}")
+        lines += [f'  {s:18s} {n:6d} messages ({n / elapsed:.2f} Hz)'
+                  for s, n in sorted(self.total.items())]
+        return '\n'.join(lines)
+
+    def destroy_node(self) -> None:
+        """Print the summary, then destroy the node."""
+        print(self.summary(), flush=True)
+        super().destroy_node()
+
+
+def _count(diag: dict, name: str) -> int:
+    try:
+        return int(diag.get(f'frames_{name}', 0))
+    except ValueError:
+        return 0
 
 
 def main(args: list[str] | None = None) -> None:

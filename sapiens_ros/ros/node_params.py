@@ -150,6 +150,21 @@ PARAMS: tuple[Param, ...] = (
 PARAM_BY_NAME = {p.name: p for p in PARAMS}
 
 
+def declare_float(node, name: str, default: float, description: str = '') -> float:
+    """
+    Declare a double parameter that also accepts an integer (``rate:=10``); return its value.
+
+    rclpy rejects an INTEGER override of a DOUBLE parameter at start-up, and YAML files and
+    ``ros2 launch`` arguments give integers for round numbers.
+    """
+    node.declare_parameter(name, default, ParameterDescriptor(
+        name=name, description=description, dynamic_typing=True))
+    value = node.get_parameter(name).value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f'parameter {name} must be a number, got {value!r}')
+    return float(value)
+
+
 def parse_outputs(text: str) -> set[str]:
     """Parse ``force_outputs``; raise ValueError naming an unknown suffix."""
     items = {s.strip().strip('/') for s in text.split(',') if s.strip()}

@@ -17,7 +17,9 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from .messages import image_msg
+from .node_params import declare_float
 from .spin import run_node
+from ..core.errors import SapiensError
 from ..core.image_codec import decode_message
 
 
@@ -26,6 +28,39 @@ def bundled_photo() -> np.ndarray:
     from ..core.sample_image import sample_image_path
 
     return cv2.imread(str(sample_image_path()), cv2.IMREAD_COLOR)
+
+
+class SourceError(SapiensError, ValueError):
+    """A sample camera source that does not exist or holds no images."""
+
+
+def check_source(source: str, topic: str = '') -> None:
+    """Raise :class:`SourceError` naming the problem unless ``source`` can be played."""
+    if not source:
+        return
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise SourceError(f'source {source!r} does not exist')
+    if is_bag(path):
+        try:
+            next(bag_frames(str(path), topic), None)
+        except SourceError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on a bad bag
+            raise SourceError(f'cannot read the bag {source!r}: {exc}') from exc
+    elif path.is_dir():
+        raise SourceError(f'source {source!r} is a directory but not a rosbag2 bag (no '
+                          f'metadata.yaml, .mcap or .db3 inside)')
+    elif not cv2.VideoCapture(str(path)).isOpened():
+        raise SourceError(f'source {source!r} is neither a bag nor a video OpenCV can open')
+
+
+def is_bag(path: Path) -> bool:
+    """Tell whether ``path`` is a rosbag2 directory, an .mcap/.db3 file or a ROS 1 .bag."""
+    if path.is_dir():
+        return (path / 'metadata.yaml').is_file() or any(path.glob('*.mcap')) or \
+            any(path.glob('*.db3'))
+    return path.suffix in ('.bag', '.mcap', '.db3')
 
 
 def bag_frames(path: str, topic: str = ''):
@@ -37,7 +72,7 @@ def bag_frames(path: str, topic: str = ''):
                  if c.msgtype in ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
                  and (not topic or c.topic == topic)]
         if not conns:
-            raise ValueError(f'{path} has no sensor_msgs Image/CompressedImage topic {topic}')
+            raise SourceError(f'{path} has no sensor_msgs Image/CompressedImage topic {topic}')
         for conn, _, raw in reader.messages(connections=conns[:1]):
             frame = decode_message(reader.deserialize(raw, conn.msgtype))
             yield frame.pixels if frame.color_order == 'bgr' else cv2.cvtColor(
@@ -48,7 +83,7 @@ def video_frames(path: str):
     """Yield BGR frames from a video file (OpenCV)."""
     cap = cv2.VideoCapture(path)
     if not cap.isOpened():
-        raise ValueError(f'cannot open video {path!r}')
+        raise SourceError(f'cannot open video {path!r}')
     try:
         while True:
             ok, frame = cap.read()
@@ -78,24 +113,24 @@ class SampleCamera(Node):
         super().__init__(kwargs.pop('node_name', 'sample_camera'), **kwargs)
         self.declare_parameter('source', '')
         self.declare_parameter('topic', '')
-        self.declare_parameter('rate', 5.0)
+        rate = declare_float(self, 'rate', 5.0, 'frames per second')
         self.declare_parameter('frame_id', 'camera_optical_frame')
-        self.declare_parameter('fov_deg', 60.0)
+        self.fov_deg = declare_float(self, 'fov_deg', 60.0, 'horizontal field of view')
         self.declare_parameter('loop', True)
         self.declare_parameter('reliable', False)
         qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
         self.image_pub = self.create_publisher(Image, 'image', qos)
         self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
         self.sent = 0
+        check_source(self.get_parameter('source').value, self.get_parameter('topic').value)
         self._frames = self._open()
-        rate = float(self.get_parameter('rate').value)
         self.timer = self.create_timer(1.0 / max(rate, 1e-3), self.tick)
 
     def _open(self):
         source = self.get_parameter('source').value
         if not source:
             return iter([bundled_photo()])
-        if Path(source).is_dir() or source.endswith(('.bag', '.mcap', '.db3')):
+        if is_bag(Path(source).expanduser()):
             return bag_frames(source, self.get_parameter('topic').value)
         return video_frames(source)
 
@@ -117,8 +152,7 @@ class SampleCamera(Node):
         header = Header(frame_id=self.get_parameter('frame_id').value)
         header.stamp = self.get_clock().now().to_msg()
         height, width = self._frame.shape[:2]
-        self.info_pub.publish(camera_info_for(header, height, width,
-                                              self.get_parameter('fov_deg').value))
+        self.info_pub.publish(camera_info_for(header, height, width, self.fov_deg))
         self.image_pub.publish(image_msg(header, self._frame, 'bgr8'))
         self.sent += 1
 

@@ -13,6 +13,8 @@ from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
                              SingleThreadedExecutor)
 from rclpy.node import Node
 
+from ..core.errors import SapiensError
+
 #: Seconds the teardown waits for a node's worker threads before abandoning them. ``ros2 launch``
 #: escalates to SIGTERM 5 s after its SIGINT, so the whole teardown must fit well inside that.
 STOP_TIMEOUT_S = 2.0
@@ -20,18 +22,26 @@ STOP_TIMEOUT_S = 2.0
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def ignore_stop_signals() -> None:
+def ignore_stop_signals() -> dict:
     """
-    Ignore further SIGINT/SIGTERM while a process tears down.
+    Ignore further SIGINT/SIGTERM while a process tears down; return the replaced handlers.
 
     Ctrl-C in a terminal signals the whole process group and ``ros2 launch`` forwards one more
     SIGINT (then SIGTERM): a second signal must not interrupt the teardown with a traceback.
     """
+    previous = {}
     for sig in _STOP_SIGNALS:
         try:
-            signal.signal(sig, signal.SIG_IGN)
+            previous[sig] = signal.signal(sig, signal.SIG_IGN)
         except ValueError:  # not the main thread: the caller's teardown is not signal-driven
-            return
+            break
+    return previous
+
+
+def restore_signals(previous: dict) -> None:
+    """Put back the handlers :func:`ignore_stop_signals` replaced."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def exit_now(code: int = 0) -> None:
@@ -58,13 +68,16 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     rclpy.init(args=args)  # rclpy's handlers turn SIGINT and SIGTERM into a context shutdown
     node = None
     executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
-    stopped = True
+    stopped, code = True, 0
     try:
         node = make_node()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except SapiensError as exc:  # a bad parameter at start-up: one line, no traceback
+        print(f'error: {exc}', file=sys.stderr, flush=True)
+        code = 2
     finally:
         ignore_stop_signals()
         if node is not None:
@@ -77,4 +90,6 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
         rclpy.try_shutdown()
         ignore_stop_signals()  # rclpy restores the handlers it replaced at shutdown
     if not stopped:
-        exit_now(0)
+        exit_now(code)
+    if code:
+        raise SystemExit(code)

@@ -1,0 +1,64 @@
+"""Pieces the launch files share: the DDS profile and turning launch arguments into parameters."""
+
+from __future__ import annotations
+
+import os
+
+PACKAGE = 'sapiens_ros'
+PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilted
+
+#: Launch arguments that become node parameters of that type when given (empty: the
+#: params_file value stays).
+STRING_ARGS = ('tasks', 'model_size', 'backend', 'dtype', 'device', 'engine_batch', 'cache_dir')
+BOOL_ARGS = ('compressed', 'random_weights', 'autostart', 'allow_build')
+INT_ARGS = ('cpu_threads',)
+
+
+def profile_path(share: str) -> str | None:
+    """
+    Return the shipped Fast DDS profile to export, or None.
+
+    None when the RMW is not Fast DDS or the user already set a profile of their own.
+    """
+    if not os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    if os.environ.get(PROFILE_VAR) or os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE'):
+        return None
+    return os.path.join(share, 'config', 'fastdds_shm.xml')
+
+
+def parse_bool(name: str, text: str) -> bool:
+    """Parse a launch argument's true/false; raise ValueError naming it otherwise."""
+    value = text.strip().lower()
+    if value not in ('true', 'false', '1', '0'):
+        raise ValueError(f'launch argument {name}:={text!r} must be true or false')
+    return value in ('true', '1')
+
+
+def parse_input_size(text: str) -> list[int]:
+    """Parse ``512x384``, ``512,384`` or ``[512, 384]`` into ``[height, width]``."""
+    parts = text.strip().strip('[]').replace('x', ',').split(',')
+    try:
+        size = [int(p) for p in parts if p.strip()]
+    except ValueError:
+        size = []
+    if len(size) != 2 or min(size) <= 0:
+        raise ValueError(f'launch argument input_size:={text!r} must be HEIGHTxWIDTH, '
+                         f'e.g. 1024x768')
+    return size
+
+
+def parameter_overrides(args: dict[str, str]) -> dict:
+    """Node parameters from the launch arguments given on the command line (non-empty)."""
+    out: dict = {k: args[k] for k in STRING_ARGS if args.get(k)}
+    out.update({k: parse_bool(k, args[k]) for k in BOOL_ARGS if args.get(k)})
+    for name in INT_ARGS:
+        if args.get(name):
+            try:
+                out[name] = int(args[name])
+            except ValueError:
+                raise ValueError(f'launch argument {name}:={args[name]!r} must be an integer') \
+                    from None
+    if args.get('input_size'):
+        out['input_size'] = parse_input_size(args['input_size'])
+    return out
