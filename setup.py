@@ -30,6 +30,7 @@ setup(
         'setuptools',
         'numpy',
         'opencv-python-headless',
+        'pillow',
         'torch',
         'transformers>=5.23',
         'safetensors',

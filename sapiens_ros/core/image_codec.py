@@ -9,7 +9,9 @@ message naming the problem; nothing here logs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import io
 import sys
+import warnings
 
 import cv2
 import numpy as np
@@ -36,8 +38,11 @@ _YUV422 = {
 _PLAIN = {
     'rgb8': (3, 1), 'bgr8': (3, 1), 'rgba8': (4, 1), 'bgra8': (4, 1),
     'mono8': (1, 1), '8uc1': (1, 1), '8uc3': (3, 1), '8uc4': (4, 1),
-    'mono16': (1, 2), '16uc1': (1, 2),
+    'mono16': (1, 2),
 }
+
+#: Depth encodings by ROS convention (REP 118): never a camera picture.
+DEPTH_ENCODINGS = ('16uc1', '32fc1')
 
 SUPPORTED_ENCODINGS = tuple(sorted(
     [e for e in _PLAIN if not e[0].isdigit()] + list(_YUV422)
@@ -61,6 +66,10 @@ class Frame:
 
 
 def _bytes_per_pixel(enc: str) -> int:
+    if enc in DEPTH_ENCODINGS:
+        raise FrameError(f'{enc.upper()} is a depth encoding (REP 118), not a camera image: '
+                         f'remap the depth topic to the node\'s `depth` input, and a colour or '
+                         f'mono image to `image`')
     if enc in _PLAIN:
         channels, depth = _PLAIN[enc]
         return channels * depth
@@ -163,37 +172,40 @@ def decode_compressed(fmt: str, data, max_pixels: int | None = None,
         raise FrameError('corrupt or truncated JPEG: no end-of-image marker')
     if kind == 'png' and b'IEND' not in tail:
         raise FrameError('corrupt or truncated PNG: no IEND chunk')
-    if max_pixels:
-        size = _header_size(buf, kind)
-        if size is not None and size[0] * size[1] > max_pixels:
-            raise FrameError(f'image {size[1]}x{size[0]} is over the max_pixels limit '
-                             f'{max_pixels}')
+    height, width = compressed_size(buf, kind)  # from the header: nothing decoded yet
+    if max_pixels and height * width > max_pixels:
+        raise FrameError(f'{kind.upper()} image {width}x{height} has {height * width} pixels, '
+                         f'over the max_pixels limit {max_pixels}')
     pixels = cv2.imdecode(buf, cv2.IMREAD_COLOR)
     if pixels is None or pixels.size == 0:
         raise FrameError(f'corrupt {kind.upper()}: OpenCV could not decode it')
-    if max_pixels and pixels.shape[0] * pixels.shape[1] > max_pixels:
-        raise FrameError(f'image {pixels.shape[1]}x{pixels.shape[0]} is over the max_pixels '
-                         f'limit {max_pixels}')
+    if pixels.shape[:2] != (height, width):
+        raise FrameError(f'corrupt {kind.upper()}: its header says {width}x{height}, the data '
+                         f'{pixels.shape[1]}x{pixels.shape[0]}')
     return Frame(pixels, 'bgr')
 
 
-def _header_size(buf: np.ndarray, kind: str) -> tuple[int, int] | None:
-    """``(height, width)`` from a PNG IHDR or the first JPEG SOF marker, without decoding."""
-    raw = buf[:65536].tobytes()
-    if kind == 'png':
-        if len(raw) < 24:
-            return None
-        return int.from_bytes(raw[20:24], 'big'), int.from_bytes(raw[16:20], 'big')
-    i = 2
-    while i + 9 < len(raw):
-        if raw[i] != 0xFF:
-            return None
-        marker = raw[i + 1]
-        length = int.from_bytes(raw[i + 2:i + 4], 'big')
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            return int.from_bytes(raw[i + 5:i + 7], 'big'), int.from_bytes(raw[i + 7:i + 9], 'big')
-        i += 2 + length
-    return None
+def compressed_size(buf: np.ndarray, kind: str = 'image') -> tuple[int, int]:
+    """
+    ``(height, width)`` of a JPEG or PNG from its header, read by Pillow without decoding pixels.
+
+    Pillow's parser walks every marker layout a decoder accepts (fill bytes, APP segments of
+    any size, progressive and arithmetic SOFs), so the size cannot be hidden from the limit.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(buf)) as image:
+                width, height = image.size
+    except Image.DecompressionBombError as exc:
+        raise FrameError(f'{kind.upper()} image is far too large to decode ({exc})') from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise FrameError(f'corrupt {kind.upper()} header: {exc}') from None
+    if height <= 0 or width <= 0:
+        raise FrameError(f'{kind.upper()} header gives zero size {width}x{height}')
+    return height, width
 
 
 def native_bigendian() -> bool:

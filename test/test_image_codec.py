@@ -1,7 +1,10 @@
-"""Raw and compressed image decoding (ROS-free, real OpenCV codecs, a real photo)."""
+"""The ROS-free image codec: every raw encoding, JPEG/PNG, header size limits, bad input."""
+
+import io
 
 import cv2
 import numpy as np
+from PIL import Image
 import pytest
 from sapiens_ros.core.errors import FrameError
 from sapiens_ros.core.image_codec import decode_compressed, decode_raw
@@ -111,3 +114,47 @@ def test_compressed_jpeg_png(rgb):
         decode_compressed('jpeg', jpg, max_pixels=100)
     with pytest.raises(FrameError, match='expects png'):
         decode_compressed('jpeg', jpg, expected='png')
+
+
+def _jpeg_with_hidden_sof(rgb) -> bytes:
+    """A valid JPEG whose SOF comes after fill bytes and 128 KB of APP1 segments."""
+    jpg = cv2.imencode('.jpg', rgb)[1].tobytes()
+    app = b''.join(b'\xff\xe1' + (65535).to_bytes(2, 'big') + bytes(65533) for _ in range(2))
+    return jpg[:2] + b'\xff\xff\xff' + app + jpg[2:]
+
+
+def test_pixel_limit_read_from_any_jpeg_layout_before_decoding(rgb, monkeypatch):
+    hidden = _jpeg_with_hidden_sof(rgb)
+    # Decodable as it is: fill bytes and big APP segments are legal JPEG.
+    assert decode_compressed('jpeg', hidden).pixels.shape == (120, 160, 3)
+    # Over the limit: rejected from the header, before any pixel is decoded (this layout
+    # bypassed the old hand-written SOF scan and was decoded in full first).
+    decoded = []
+    real = cv2.imdecode
+    monkeypatch.setattr(cv2, 'imdecode', lambda *a: decoded.append(1) or real(*a))
+    with pytest.raises(FrameError, match='160x120 has 19200 pixels, over the max_pixels'):
+        decode_compressed('jpeg', hidden, max_pixels=19199)
+    progressive = io.BytesIO()
+    Image.fromarray(rgb).save(progressive, 'JPEG', progressive=True)
+    with pytest.raises(FrameError, match='max_pixels'):
+        decode_compressed('jpeg', progressive.getvalue(), max_pixels=1000)
+    png = cv2.imencode('.png', rgb)[1].tobytes()
+    with pytest.raises(FrameError, match='PNG image 160x120'):
+        decode_compressed('png', png, max_pixels=1000)
+    assert not decoded
+    assert decode_compressed('jpeg', progressive.getvalue(), max_pixels=19200).pixels.shape[:2] \
+        == (120, 160)
+
+
+def test_corrupt_compressed_header(rgb):
+    jpg = cv2.imencode('.jpg', rgb)[1].tobytes()
+    broken = jpg[:2] + b'\xff\xc0\x00\x02' + bytes(64) + b'\xff\xd9'  # SOF with no size
+    with pytest.raises(FrameError, match='corrupt JPEG'):
+        decode_compressed('jpeg', broken, max_pixels=10**6)
+
+
+@pytest.mark.parametrize('encoding,dtype', [('16UC1', '<u2'), ('32FC1', '<f4')])
+def test_depth_encodings_are_not_camera_images(encoding, dtype):
+    depth = np.full((4, 6), 1500, dtype)
+    with pytest.raises(FrameError, match='depth encoding.*`depth` input'):
+        decode_raw(encoding, 4, 6, 6 * depth.itemsize, depth.tobytes())
