@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    import huggingface_hub  # noqa: F401 - its logger gets its own handler on import
+
+    for name in ('huggingface_hub', 'transformers'):  # one handler each: no line printed twice
+        if logging.getLogger(name).handlers:
+            logging.getLogger(name).propagate = False
     from .core.errors import SapiensError
 
     try:

@@ -105,37 +105,75 @@ def pipeline_from_args(args: argparse.Namespace, config):
         providers=args.providers.split(',') if args.providers else None)
 
 
+def read_image(path: Path) -> np.ndarray:
+    """Read an image file as BGR uint8; FrameError naming what is wrong with ``path``."""
+    from .core.errors import FrameError
+
+    if not path.exists():
+        raise FrameError(f'{str(path)!r} does not exist')
+    if path.is_dir():
+        raise FrameError(f'{str(path)!r} is a directory, not an image file')
+    image = cv2.imdecode(np.fromfile(str(path), np.uint8), cv2.IMREAD_COLOR)  # no OpenCV WARN
+    if image is None:
+        raise FrameError(f'{str(path)!r} is not an image OpenCV can read (jpg, png, bmp, tiff...)')
+    return image
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``infer``."""
+    """Run ``infer``: every readable image is processed; 1 if any could not be."""
     from .cli import NOISE_BANNER
-    from .core.sample_image import sample_image_path
-    from .core.boxes import parse_boxes
+    from .core.boxes import clip_to_image, parse_boxes
     from .core.errors import FrameError
     from .core.outputs import write_frame_outputs
     from .core.pipeline import PipelineConfig
+    from .core.sample_image import sample_image_path
 
     boxes = None
     box_source = args.boxes if args.boxes in ('seg', 'full') else 'full'
     if args.boxes not in ('seg', 'full'):
         boxes = parse_boxes(args.boxes)
+    paths = [Path(p) for p in args.images] or [sample_image_path()]
+    failed = {}
+    for path in paths:  # bad paths are named before any model loads
+        if not path.is_file():
+            try:
+                read_image(path)
+            except FrameError as exc:
+                failed[path] = str(exc)
+    if len(failed) == len(paths):
+        for reason in failed.values():
+            print(f'error: {reason}')
+        return 2
     config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=box_source,
                             flip_test=args.flip, pointmap_stride=args.stride)
     pipe = pipeline_from_args(args, config)
-    paths = [Path(p) for p in args.images] or [sample_image_path()]
     for path in paths:
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
-            raise FrameError(f'cannot read image {str(path)!r}')
-        start = time.perf_counter()
-        result = pipe(image, color_order='bgr', boxes=[boxes] if boxes is not None else None,
-                      fx=args.fx)[0]
+        if path in failed:
+            print(f'{path}: skipped: {failed[path]}')
+            continue
+        try:
+            image = read_image(path)
+            frame_boxes = None
+            if boxes is not None:
+                frame_boxes = clip_to_image(boxes, image.shape[:2], warn=print)
+            start = time.perf_counter()
+            result = pipe(image, color_order='bgr', fx=args.fx,
+                          boxes=[frame_boxes] if frame_boxes is not None else None)[0]
+        except FrameError as exc:
+            failed[path] = str(exc)
+            print(f'{path}: skipped: {exc}')
+            continue
         ms = (time.perf_counter() - start) * 1e3
         written = write_frame_outputs(args.out, path.stem, np.ascontiguousarray(image[..., ::-1]),
                                       result)
-        persons = len(result.pose) if result.pose is not None else 0
+        found = f', {len(result.pose)} person(s)' if result.pose is not None else ''
         stages = ', '.join(f'{k} {v:.0f}' for k, v in result.timings.items() if k != 'total')
-        print(f'{path.name}: {image.shape[1]}x{image.shape[0]}, {persons} person(s), '
-              f'{ms:.0f} ms ({stages}) -> {len(written)} files in {args.out}')
+        print(f'{path.name}: {image.shape[1]}x{image.shape[0]}{found}, {ms:.0f} ms ({stages}) '
+              f'-> {len(written)} files in {args.out}')
     if args.random_weights:
         print(NOISE_BANNER)
+    if failed:
+        print(f'error: {len(failed)} of {len(paths)} image(s) failed: '
+              f'{", ".join(str(p) for p in failed)}')
+        return 1
     return 0

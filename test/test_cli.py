@@ -6,7 +6,8 @@ import cv2
 import numpy as np
 
 from sapiens_ros.cli import main
-from sapiens_ros.core.outputs import read_ply
+from sapiens_ros.core.outputs import OUTPUT_FILES, read_ply
+from sapiens_ros.core.sample_image import sample_image_path
 
 
 def test_infer_writes_every_output(model_dir, tmp_path, capsys):
@@ -15,21 +16,27 @@ def test_infer_writes_every_output(model_dir, tmp_path, capsys):
                '--tasks', 'pose,seg,normal,pointmap', '--out', str(out)])
     assert rc == 0
     stem = 'astronaut'
-    for suffix in ('pose.png', 'seg.png', 'normal.png', 'pointmap.png', 'keypoints.json',
-                   'labels.png', 'normals.png', 'normals.npy', 'pointmap.ply'):
-        assert (out / f'{stem}.{suffix}').is_file(), suffix
+    written = {p.name[len(stem) + 1:] for p in out.iterdir()}
+    assert written == {f for task in ('pose', 'seg', 'normal', 'pointmap')
+                       for f in OUTPUT_FILES[task]}
     doc = json.loads((out / f'{stem}.keypoints.json').read_text())
     persons = len(doc['boxes'])
     assert np.array(doc['keypoints']).shape == (persons, 308, 2)
     assert np.array(doc['scores']).shape == (persons, 308)
-    labels = cv2.imread(str(out / f'{stem}.labels.png'), cv2.IMREAD_UNCHANGED)
+    labels = cv2.imread(str(out / f'{stem}.seg_labels.png'), cv2.IMREAD_UNCHANGED)
     assert labels.shape == (512, 512) and labels.dtype == np.uint8
-    normals = np.load(out / f'{stem}.normals.npy')
+    normals = np.load(out / f'{stem}.normal.npy')
     assert normals.shape == (512, 512, 3) and normals.dtype == np.float32
     cloud = read_ply(out / f'{stem}.pointmap.ply')
     assert set(cloud.dtype.names) >= {'x', 'y', 'z', 'red', 'green', 'blue', 'label'}
     assert (cloud['label'] != 0).all()
-    assert 'astronaut.png: 512x512' in capsys.readouterr().out
+    assert 'astronaut.png: 512x512, ' in capsys.readouterr().out
+    # Every <stem>.<task>.png is an overlay: the photo shows through it.
+    photo = cv2.imread(str(sample_image_path())).astype(np.float32)
+    for task in ('pose', 'seg', 'normal', 'pointmap'):
+        overlay = cv2.imread(str(out / f'{stem}.{task}.png')).astype(np.float32)
+        assert overlay.shape == photo.shape
+        assert np.corrcoef(overlay.ravel(), photo.ravel())[0, 1] > 0.5, task
 
 
 def test_infer_given_boxes_and_random_weights(tmp_path, capsys):
@@ -53,7 +60,47 @@ def test_infer_errors_are_clear(tmp_path, capsys):
     assert 'multiple of the patch size' in capsys.readouterr().err
     assert main(['infer', str(tmp_path / 'missing.png'), '--random-weights', '--tasks', 'normal',
                  '--input-size', '256x192', '--out', str(tmp_path)]) == 2
-    assert 'cannot read image' in capsys.readouterr().err
+    assert 'missing.png' in capsys.readouterr().out
+
+
+def test_infer_first_hour_mistakes(tmp_path, capfd):
+    """What a new user gets wrong: each is one clear line, never a traceback."""
+    base = ['infer', '--random-weights', '--tasks', 'pose', '--input-size', '256x192',
+            '--out', str(tmp_path / 'out')]
+    for boxes, why in [('1,2,3', 'has 3 numbers, not 4'),
+                       ('1,2,3,4,5,6,7,8', 'has 8 numbers, not 4'),
+                       ('a,b,c,d', 'cannot parse box'), ('600,600,700,700', 'outside the')]:
+        assert main(base + ['--boxes', boxes]) in (1, 2), boxes
+        out = capfd.readouterr()
+        assert why in out.out + out.err and 'Traceback' not in out.err, boxes
+    assert main(base + ['--boxes=-10,20,200,900']) == 0
+    assert 'clipped to [[0.0, 20.0, 200.0, 512.0]]' in capfd.readouterr().out
+    # A missing file and a directory among good images: the rest are processed, then rc 1.
+    good = str(sample_image_path())
+    (tmp_path / 'folder').mkdir()
+    capfd.readouterr()
+    rc = main(['infer', good, str(tmp_path / 'missing.png'), str(tmp_path / 'folder'),
+               '--random-weights', '--tasks', 'seg', '--input-size', '256x192',
+               '--out', str(tmp_path / 'out2')])
+    out = capfd.readouterr()
+    assert rc == 1
+    assert 'does not exist' in out.out and 'is a directory, not an image file' in out.out
+    assert '2 of 3 image(s) failed' in out.out and 'person(s)' not in out.out
+    assert 'WARN' not in out.out + out.err  # no OpenCV warning leaks out
+    assert (tmp_path / 'out2' / 'astronaut.seg.png').is_file()
+
+
+def test_offline_without_cache_fails_at_once(tmp_path, capsys, monkeypatch):
+    """No cached weights and HF_HUB_OFFLINE: one clear line, no retries (was ~30 s)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, 'HF_HUB_OFFLINE', True)
+    monkeypatch.setenv('HF_HUB_CACHE', str(tmp_path / 'hub'))
+    monkeypatch.setattr(constants, 'HF_HUB_CACHE', str(tmp_path / 'hub'))
+    assert main(['infer', '--tasks', 'seg', '--out', str(tmp_path / 'o')]) == 2
+    err = capsys.readouterr().err
+    assert 'HF_HUB_OFFLINE is set' in err and '--random-weights' in err
+    assert err.count('error:') == 1
 
 
 def test_infer_on_onnxruntime_backend(model_dir, tmp_path, capsys):
@@ -63,7 +110,7 @@ def test_infer_on_onnxruntime_backend(model_dir, tmp_path, capsys):
                'normal', '--backend', 'ort', '--cache-dir', str(tmp_path / 'cache'),
                '--out', str(out)])
     assert rc == 0
-    normals = np.load(out / 'astronaut.normals.npy')
+    normals = np.load(out / 'astronaut.normal.npy')
     assert np.allclose(np.linalg.norm(normals, axis=-1), 1.0, atol=1e-4)
     assert list((tmp_path / 'cache').rglob('*.onnx'))
     assert main(['infer', '--random-weights', '--tasks', 'normal', '--backend', 'tflite',

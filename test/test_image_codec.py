@@ -117,7 +117,7 @@ def test_compressed_jpeg_png(rgb):
 
 
 def _jpeg_with_hidden_sof(rgb) -> bytes:
-    """A valid JPEG whose SOF comes after fill bytes and 128 KB of APP1 segments."""
+    """Build a valid JPEG whose SOF comes after fill bytes and 128 KB of APP1 segments."""
     jpg = cv2.imencode('.jpg', rgb)[1].tobytes()
     app = b''.join(b'\xff\xe1' + (65535).to_bytes(2, 'big') + bytes(65533) for _ in range(2))
     return jpg[:2] + b'\xff\xff\xff' + app + jpg[2:]
@@ -156,5 +156,5 @@ def test_corrupt_compressed_header(rgb):
 @pytest.mark.parametrize('encoding,dtype', [('16UC1', '<u2'), ('32FC1', '<f4')])
 def test_depth_encodings_are_not_camera_images(encoding, dtype):
     depth = np.full((4, 6), 1500, dtype)
-    with pytest.raises(FrameError, match='depth encoding.*`depth` input'):
+    with pytest.raises(FrameError, match='depth encoding.*depth input'):
         decode_raw(encoding, 4, 6, 6 * depth.itemsize, depth.tobytes())

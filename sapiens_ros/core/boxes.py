@@ -23,12 +23,39 @@ def full_frame_box(image_size: tuple[int, int]) -> np.ndarray:
 
 def parse_boxes(text: str) -> np.ndarray:
     """Parse ``'X1,Y1,X2,Y2;X1,Y1,X2,Y2'`` into an ``(N, 4)`` float32 array."""
+    usage = 'expected X1,Y1,X2,Y2 per box, boxes separated by ";"'
     rows = [r for r in text.replace(' ', '').split(';') if r]
-    try:
-        boxes = np.array([[float(v) for v in r.split(',')] for r in rows], dtype=np.float32)
-    except ValueError:
-        raise FrameError(f'cannot parse boxes {text!r}; expected X1,Y1,X2,Y2[;...]') from None
-    return check_boxes(boxes)
+    if not rows:
+        raise FrameError(f'no boxes in {text!r}; {usage}')
+    values = []
+    for row in rows:
+        try:
+            numbers = [float(v) for v in row.split(',')]
+        except ValueError:
+            raise FrameError(f'cannot parse box {row!r}; {usage}') from None
+        if len(numbers) != 4:
+            raise FrameError(f'box {row!r} has {len(numbers)} numbers, not 4; {usage}')
+        values.append(numbers)
+    return check_boxes(np.array(values, dtype=np.float32))
+
+
+def clip_to_image(boxes: np.ndarray, size: tuple[int, int], warn=None) -> np.ndarray:
+    """
+    Clip ``(N, 4)`` xyxy boxes to an image of ``size`` ``(height, width)``.
+
+    A box entirely outside the image is an error; one that sticks out is clipped, and ``warn``
+    (e.g. ``print``) is told which.
+    """
+    h, w = size
+    clipped = np.clip(boxes, 0, [w, h, w, h]).astype(np.float32)
+    empty = (clipped[:, 2] <= clipped[:, 0]) | (clipped[:, 3] <= clipped[:, 1])
+    if empty.any():
+        raise FrameError(f'box(es) {boxes[empty].tolist()} lie outside the {w}x{h} image')
+    moved = (clipped != boxes).any(1)
+    if moved.any() and warn is not None:
+        warn(f'warning: box(es) {boxes[moved].tolist()} stick out of the {w}x{h} image: '
+             f'clipped to {clipped[moved].tolist()}')
+    return clipped
 
 
 def check_boxes(boxes: np.ndarray) -> np.ndarray:

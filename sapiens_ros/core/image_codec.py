@@ -68,8 +68,8 @@ class Frame:
 def _bytes_per_pixel(enc: str) -> int:
     if enc in DEPTH_ENCODINGS:
         raise FrameError(f'{enc.upper()} is a depth encoding (REP 118), not a camera image: '
-                         f'remap the depth topic to the node\'s `depth` input, and a colour or '
-                         f'mono image to `image`')
+                         f'remap the depth topic to the depth input of the node (`depth`), and a '
+                         f'colour or mono image to `image`')
     if enc in _PLAIN:
         channels, depth = _PLAIN[enc]
         return channels * depth

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+import functools
 import logging
 import os
 from pathlib import Path
+import socket
 
 import torch
 
@@ -87,9 +89,46 @@ def _offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE)
 
 
-def _weights_error(source: str, exc: BaseException) -> WeightsNotFoundError:
-    reason = ('HF_HUB_OFFLINE is set' if _offline()
-              else f'it could not be downloaded ({type(exc).__name__})')
+@functools.lru_cache(maxsize=1)
+def _hub_unreachable() -> str | None:
+    """
+    Say why the Hugging Face hub cannot be reached (one 3 s probe a process), or None.
+
+    Without it, an offline machine spends ~30 s in huggingface_hub's retries before failing.
+    """
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return 'HF_HUB_OFFLINE is set'
+    url = urlparse(constants.ENDPOINT)
+    host, port = url.hostname or '', url.port or (443 if url.scheme == 'https' else 80)
+    if os.environ.get('HTTPS_PROXY') or os.environ.get('https_proxy'):
+        return None  # the proxy decides: let huggingface_hub try
+    try:
+        socket.create_connection((host, port), timeout=3.0).close()
+    except OSError as exc:
+        return f'the hub ({host}) cannot be reached: {exc}'
+    return None
+
+
+def _check_hub(source: str) -> None:
+    """Fail at once, with the fix, when ``source`` is not cached and the hub is unreachable."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(source, 'config.json')
+    if isinstance(cached, str):
+        return
+    reason = _hub_unreachable()
+    if reason:
+        raise _weights_error(source, None, reason)
+
+
+def _weights_error(source: str, exc: BaseException | None,
+                   reason: str | None = None) -> WeightsNotFoundError:
+    reason = reason or ('HF_HUB_OFFLINE is set' if _offline()
+                        else f'it could not be downloaded ({type(exc).__name__})')
     from huggingface_hub import constants
 
     return WeightsNotFoundError(
@@ -115,6 +154,8 @@ def load_config(source: str):
                 f'{str(path)!r} has no config.json; point to a directory written by '
                 f'save_pretrained (config.json + model.safetensors)')
         source = str(path)
+    else:
+        _check_hub(source)
     try:
         return AutoConfig.from_pretrained(source)
     except (OSError, ValueError) as exc:

@@ -49,9 +49,20 @@ def _png(path: Path, rgb: np.ndarray) -> None:
     cv2.imwrite(str(path), np.ascontiguousarray(rgb[..., ::-1]))
 
 
+#: What :func:`write_frame_outputs` writes per task: ``<stem>.<task>.png`` is always the overlay
+#: to look at; ``<stem>.<task>_<what>.<ext>`` are the data files.
+OUTPUT_FILES = {
+    'pose': ('pose.png', 'keypoints.json'),
+    'seg': ('seg.png', 'seg_labels.png'),
+    'normal': ('normal.png', 'normal_colors.png', 'normal.npy'),
+    'pointmap': ('pointmap.png', 'pointmap_depth.png', 'pointmap.ply'),
+    'matting': ('matting.png', 'matting_alpha.png'),
+}
+
+
 def write_frame_outputs(out_dir: str | Path, stem: str, image_rgb: np.ndarray,
                         result: FrameResult, score_threshold: float = 0.3) -> list[Path]:
-    """Write every output of one frame as ``<stem>.<kind>``; return the written paths."""
+    """Write every output of one frame (:data:`OUTPUT_FILES`); return the written paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -73,16 +84,27 @@ def write_frame_outputs(out_dir: str | Path, stem: str, image_rgb: np.ndarray,
         path('keypoints.json').write_text(json.dumps(doc))
     if result.seg is not None:
         _png(path('seg.png'), seg_overlay(image_rgb, result.seg.labels))
-        cv2.imwrite(str(path('labels.png')), result.seg.labels)
+        cv2.imwrite(str(path('seg_labels.png')), result.seg.labels)
     if result.normal is not None:
         _png(path('normal.png'), normal_overlay(image_rgb, result.normal.normals))
-        _png(path('normals.png'), normal_colors(result.normal.normals))
-        np.save(path('normals.npy'), result.normal.normals.astype(np.float32))
+        _png(path('normal_colors.png'), normal_colors(result.normal.normals))
+        np.save(path('normal.npy'), result.normal.normals.astype(np.float32))
     if result.pointmap is not None:
         pm = result.pointmap
-        _png(path('pointmap.png'), depth_colors(pm.depth))
+        colours = depth_colors(pm.depth)
+        _png(path('pointmap.png'), _blend(image_rgb, colours, np.isfinite(pm.depth)))
+        _png(path('pointmap_depth.png'), colours)
         write_ply(path('pointmap.ply'), pm.points, pm.colors, pm.labels)
     if result.matting is not None:
-        cv2.imwrite(str(path('matting.png')), np.clip(result.matting * 255, 0, 255).astype(
-            np.uint8))
+        alpha = np.clip(result.matting * 255, 0, 255).astype(np.uint8)
+        _png(path('matting.png'), _blend(image_rgb, np.zeros_like(image_rgb), alpha < 128))
+        cv2.imwrite(str(path('matting_alpha.png')), alpha)
     return written
+
+
+def _blend(image_rgb: np.ndarray, colours: np.ndarray, mask: np.ndarray,
+           alpha: float = 0.6) -> np.ndarray:
+    """``colours`` blended over the image where ``mask`` holds; the image elsewhere."""
+    out = image_rgb.copy()
+    out[mask] = (alpha * colours[mask] + (1 - alpha) * image_rgb[mask]).astype(np.uint8)
+    return out
