@@ -47,7 +47,7 @@ def pipeline(model_dir):
     from sapiens_ros.core import PipelineConfig
 
     return load_pipeline('pose,seg,normal,pointmap', model_dir=str(model_dir),
-                                    config=PipelineConfig(input_size=INPUT_SIZE))
+                         config=PipelineConfig(input_size=INPUT_SIZE))
 
 
 @pytest.fixture

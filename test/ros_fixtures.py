@@ -32,7 +32,7 @@ def tiny_pipeline(tasks=ALL_TASKS, **config):
     from sapiens_ros.core.pipeline import PipelineConfig
 
     return load_pipeline(list(tasks), model_dir=str(tiny_model_dir()),
-                                    config=PipelineConfig(input_size=TEST_INPUT_SIZE, **config))
+                         config=PipelineConfig(input_size=TEST_INPUT_SIZE, **config))
 
 
 def session_domain_id() -> int:

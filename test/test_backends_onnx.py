@@ -13,13 +13,12 @@ import pytest
 from sapiens_ros.backends.errors import BackendUnavailableError, ExportError, ParityError
 from sapiens_ros.backends.export import (check_parity, export_onnx, ExportWrapper, onnx_metadata,
                                          parse_batch, parse_input_size)
-from sapiens_ros.backends.factory import cached_onnx, make_runner
+from sapiens_ros.backends.factory import cached_onnx, load_pipeline, make_runner
 from sapiens_ros.backends.onnxruntime_runner import choose_providers, OnnxRuntimeRunner
 from sapiens_ros.backends.tensorrt_engine import fp32_node_names
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.errors import InputSizeError
 from sapiens_ros.core.loading import load_model
-from sapiens_ros.backends.factory import load_pipeline
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
 from sapiens_ros.core.runners import OUTPUT_NAMES, TorchRunner
 import skimage.data
@@ -203,9 +202,9 @@ def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
     image = skimage.data.astronaut()
     frames = [image, np.ascontiguousarray(image[:, ::-1])]
     torch_pipe = load_pipeline(TASKS, backend='torch', model_dir=str(checkpoints),
-                                          config=config)
+                               config=config)
     ort_pipe = load_pipeline(TASKS, backend='onnxruntime', model_dir=str(checkpoints),
-                                        config=config, cache_dir=cache_dir)
+                             config=config, cache_dir=cache_dir)
     assert {r.name for r in ort_pipe.runners.values()} == {'onnxruntime'}
     assert {r.path for r in ort_pipe.runners.values()} == set(exported.values())
     want, got = torch_pipe(frames), ort_pipe(frames)

@@ -50,7 +50,7 @@ def test_batch_equals_single_frames(pipeline, astronaut, wide_frame):
 
 def test_given_and_full_frame_boxes(model_dir, astronaut):
     pipe = load_pipeline('pose', model_dir=str(model_dir),
-                                    config=PipelineConfig(input_size=INPUT, box_source='full'))
+                         config=PipelineConfig(input_size=INPUT, box_source='full'))
     full = pipe(astronaut)[0].pose
     assert np.allclose(full.boxes, [[-0.5, -0.5, 511.5, 511.5]])
     given = pipe(astronaut, boxes=np.array([[10, 20, 200, 300], [300, 100, 500, 500]]))[0].pose
@@ -66,7 +66,7 @@ def test_given_and_full_frame_boxes(model_dir, astronaut):
         pipe(astronaut, boxes=np.array([[10, 10, 5, 50]]))
     # pose with box_source=seg loads the seg head for its person boxes
     seg_boxes = load_pipeline('pose', model_dir=str(model_dir),
-                                         config=PipelineConfig(input_size=INPUT))
+                              config=PipelineConfig(input_size=INPUT))
     assert seg_boxes.tasks == ('seg', 'pose')
 
 

@@ -24,7 +24,7 @@ def pose_seg(model_dir):
     from sapiens_ros.core.pipeline import PipelineConfig
 
     return load_pipeline('pose,seg', model_dir=str(model_dir),
-                                    config=PipelineConfig(input_size=INPUT_SIZE))
+                         config=PipelineConfig(input_size=INPUT_SIZE))
 
 
 def read_rosbags(path: Path) -> dict[str, list]:

@@ -20,7 +20,8 @@ def sample_image_path() -> Path:
 
         image = data.astronaut()
     except ImportError:
-        raise SapiensError('the sample photo needs scikit-image: pip install scikit-image') from None
+        raise SapiensError(
+            'the sample photo needs scikit-image: pip install scikit-image') from None
     import cv2
 
     path = Path(tempfile.gettempdir()) / 'sapiens_ros_astronaut.png'

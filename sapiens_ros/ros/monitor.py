@@ -12,9 +12,9 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
-from ..core.image_codec import decode_raw
 from .messages import KEYPOINT_DTYPE, TASK_OUTPUTS, TOPIC_TYPES
 from .spin import run_node
+from ..core.image_codec import decode_raw
 from ..core.visualize import depth_colors, draw_skeleton
 
 

@@ -27,14 +27,14 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_defau
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
-from ..core.image_codec import decode_message
 from .messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
                        OUTPUT_TASK, TASK_OUTPUTS, TOPIC_TYPES)
 from .node_params import PARAMS, parse_outputs, validate
 from .runtime import LatestSlot, NodeStats, Throttle
 from .spin import run_node
-from ..core.errors import FrameError, SapiensError
 from ..backends.factory import load_pipeline
+from ..core.errors import FrameError, SapiensError
+from ..core.image_codec import decode_message
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import parse_tasks
 
@@ -60,9 +60,9 @@ def build_pipeline(tasks: tuple[str, ...], params: dict) -> Pipeline:
         options['cache_dir'] = params['cache_dir']
     models = {t: params[f'models.{t}'] for t in tasks if params.get(f'models.{t}')}
     return load_pipeline(tasks, backend=params['backend'], size=params['model_size'],
-                                    model_dir=params['model_dir'] or None, models=models,
-                                    dtype=dtype, device=params['device'], config=config,
-                                    random_weights=params['random_weights'], **options)
+                         model_dir=params['model_dir'] or None, models=models,
+                         dtype=dtype, device=params['device'], config=config,
+                         random_weights=params['random_weights'], **options)
 
 
 @dataclasses.dataclass

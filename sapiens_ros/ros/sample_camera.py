@@ -16,9 +16,9 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from ..core.image_codec import decode_message
 from .messages import image_msg
 from .spin import run_node
+from ..core.image_codec import decode_message
 
 
 def bundled_photo() -> np.ndarray:
