@@ -113,8 +113,9 @@ class PersonTracker:
         keypoints = np.asarray(keypoints, np.float64)
         scores = np.asarray(scores, np.float64)
         n = boxes.shape[0]
-        keypoints = keypoints.reshape(n, -1, 2)
-        scores = scores.reshape(n, keypoints.shape[1])
+        if keypoints.ndim != 3 or keypoints.shape[0] != n or scores.shape != keypoints.shape[:2]:
+            raise ValueError(f'expected keypoints (P, K, 2) and scores (P, K) for {n} boxes, got '
+                             f'{keypoints.shape} and {scores.shape}')
         stamp = float(stamp)
         if self._last_stamp is not None and stamp < self._last_stamp:
             LOG.warning('time jumped back %.3f s (%.3f -> %.3f): tracker reset',
