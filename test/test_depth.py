@@ -20,14 +20,14 @@ NORMAL, DIST = np.array([0.08, -0.05, 1.0]), 2.0  # plane n . X = d, about 2 m a
 
 
 def plane_z(u, v):
-    """True depth (m) of the plane at colour pixels ``u``, ``v``."""
+    """Return the true depth (m) of the plane at colour pixels ``u``, ``v``."""
     ray = np.linalg.solve(K, np.stack([u, v, np.ones_like(u)]).reshape(3, -1)).reshape(
         (3,) + np.shape(u))
     return DIST / np.tensordot(NORMAL, ray, 1)
 
 
 def plane_depth_image(size, encoding, holes=0.1, seed=0):
-    """The plane rendered as an aligned depth image of ``size`` (H, W), with holes."""
+    """Render the plane as an aligned depth image of ``size`` (H, W), with holes."""
     h, w = size
     v, u = np.mgrid[0:h, 0:w].astype(np.float64)
     # depth pixel centres in colour pixels
@@ -79,7 +79,7 @@ def test_keypoint_xyz_is_the_back_projection_of_the_plane(encoding, size):
 
 
 def synthetic_pointmap(scale_true, rng, outliers=0.2):
-    """A pointmap of the plane's foreground divided by ``scale_true``, with bad points."""
+    """Make a pointmap of the plane's foreground divided by ``scale_true``, with bad points."""
     v, u = np.mgrid[100:400:2, 200:450:2]
     pixels = np.stack([u.ravel(), v.ravel()], -1).astype(np.int32)
     z = plane_z(pixels[:, 0].astype(float), pixels[:, 1].astype(float))
@@ -139,7 +139,7 @@ def test_torso_pose_of_a_person_facing_the_camera():
 
 
 def frame_result(people_x, rng, pointmap):
-    """A FrameResult with people whose torso keypoints sit around ``people_x``."""
+    """Make a FrameResult with people whose torso keypoints sit around ``people_x``."""
     from test_tracking import person  # the tracker tests' synthetic person
     parts = [person((x, 250), (100, 260), rng) for x in people_x]
     pose = PoseResult(np.stack([p[1] for p in parts]).astype(np.float32),

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from sapiens_ros.core.boxes import crop_windows, foreground_boxes
+from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.heads.pose import (decode_heatmaps, flip_back, gaussian_heatmaps,
                                          heatmap_to_image, image_to_heatmap)
-from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.letterbox import Letterbox
 from sapiens_ros.core.metadata import keypoint_info
 import torch
@@ -150,7 +150,7 @@ def test_dark_guard_bounds_runaways_on_flat_maps():
 
 def _reference_crops(image: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
                      out_size: tuple[int, int]) -> torch.Tensor:
-    """Transformers' Sapiens2 ``crop_and_resize`` grid and mode rule (bicubic when upscaling)."""
+    """Crop like transformers' Sapiens2 ``crop_and_resize`` (bicubic when upscaling)."""
     out_h, out_w = out_size
     _, in_h, in_w = image.shape
     scale_x, scale_y = (out_w - 1) / sizes[:, 0], (out_h - 1) / sizes[:, 1]

@@ -36,7 +36,7 @@ def run(tracker, frames, rng):
 
 
 def id_switches(seen):
-    """Changes of the tracker id along each true identity (including untracked frames)."""
+    """Count changes of the tracker id along each true identity (untracked frames too)."""
     return sum(int((np.diff(v) != 0).sum()) for v in seen.values())
 
 

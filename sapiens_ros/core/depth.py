@@ -69,7 +69,8 @@ def depth_at(depth_m: torch.Tensor, points: torch.Tensor, image_size: tuple[int,
     return vals.nanmedian(dim=1).values.reshape(shape)
 
 
-def back_project(points: torch.Tensor, z: torch.Tensor, K: np.ndarray | torch.Tensor) -> torch.Tensor:
+def back_project(points: torch.Tensor, z: torch.Tensor,
+                 K: np.ndarray | torch.Tensor) -> torch.Tensor:
     """Camera-frame XYZ ``(..., 3)`` metres of pixels ``points (..., 2)`` at depth ``z (...)``."""
     K = torch.as_tensor(np.asarray(K, np.float64).reshape(3, 3), dtype=torch.float32,
                         device=points.device)

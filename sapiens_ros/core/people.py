@@ -14,7 +14,7 @@ import logging
 import numpy as np
 import torch
 
-from .depth import DepthScale, depth_to_metres, fit_depth_scale, keypoints_xyz, torso_poses
+from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, torso_poses
 from .pipeline import FrameResult
 from .smoothing import OneEuroConfig, OneEuroFilter
 from .tracking import PersonTracker, TrackerConfig

@@ -53,8 +53,8 @@ class ApproximateTimeSync:
             stamps = list(combo)
             stamps.insert(index, stamp)
             if max(stamps) - min(stamps) < self.slop and all(
-                    s in q for q, s in zip(self.queues, stamps)):
-                msgs = tuple(q.pop(s) for q, s in zip(self.queues, stamps))
+                    s in q for q, s in zip(self.queues, stamps, strict=True)):
+                msgs = tuple(q.pop(s) for q, s in zip(self.queues, stamps, strict=True))
                 self.matched += 1
                 if self.callback is not None:
                     self.callback(*msgs)

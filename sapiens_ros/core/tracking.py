@@ -38,7 +38,7 @@ class TrackerConfig:
 
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU matrix ``(A, B)`` of xyxy boxes."""
+    """Return the IoU matrix ``(A, B)`` of xyxy boxes."""
     lt = np.maximum(a[:, None, :2], b[None, :, :2])
     rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
     inter = np.clip(rb - lt, 0, None).prod(-1)
@@ -137,7 +137,8 @@ class PersonTracker:
         confidence = scores.mean(1) if scores.shape[1] else np.zeros(n)
         finite = np.isfinite(boxes).all(1) & np.isfinite(confidence)
         high = np.flatnonzero(finite & (confidence >= cfg.high_score))
-        low = np.flatnonzero(finite & (confidence >= cfg.low_score) & (confidence < cfg.high_score))
+        low = np.flatnonzero(finite & (confidence >= cfg.low_score)
+                             & (confidence < cfg.high_score))
         sim = self._similarity(boxes, keypoints, scores >= cfg.keypoint_score, stamp)
 
         free_tracks = np.arange(len(self))
