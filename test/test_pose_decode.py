@@ -115,24 +115,28 @@ def _reference_dark_udp(heatmaps: torch.Tensor, kernel: int = 11) -> torch.Tenso
 
 def _noisy_peaks(sigma: float, noise: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    truth = torch.rand(4, 308, 2, generator=gen) * torch.tensor([150.0, 200.0]) + 20.0
-    maps = gaussian_heatmaps(truth, (256, 192), sigma)
+    truth = torch.rand(2, 308, 2, generator=gen) * torch.tensor([66.0, 98.0]) + 15.0
+    maps = gaussian_heatmaps(truth, (128, 96), sigma)
     return maps + noise * torch.randn(maps.shape, generator=gen), truth
 
 
 @pytest.mark.parametrize('sigma', [2.0, 6.0])
-@pytest.mark.parametrize('noise', [0.02, 0.05])
+@pytest.mark.parametrize('noise', [0.02, 0.05, 0.1])
 def test_dark_guard_is_as_accurate_as_the_reference(sigma, noise):
-    """On noisy peaks the 3 px guard is no worse than the unguarded reference on average."""
+    """On noisy peaks the 3 px step clip is no worse than the unguarded reference on average."""
     maps, truth = _noisy_peaks(sigma, noise, seed=int(sigma * 100 + noise * 1000))
     ours, _ = decode_heatmaps(maps)
     ref = _reference_dark_udp(maps)
     ours_err = (ours - truth).norm(dim=-1).mean().item()
     ref_err = (ref - truth).norm(dim=-1).mean().item()
     assert ours_err <= ref_err * 1.01 + 1e-3, (ours_err, ref_err)
-    # the former 1 px guard kept the integer argmax far too often on broad, noisy peaks
+    # the former guard (skip steps over 1 px) kept the integer argmax far too often on broad,
+    # noisy peaks
     if sigma == 6.0 and noise == 0.05:
-        old, _ = decode_heatmaps(maps, max_step=1.0)
+        free, _ = decode_heatmaps(maps, max_step=float('inf'))
+        index = maps.flatten(2).argmax(-1)
+        peak = torch.stack([index % maps.shape[-1], index // maps.shape[-1]], -1).float()
+        old = torch.where(((free - peak).abs() <= 1.0).all(-1, keepdim=True), free, peak)
         assert (old - truth).norm(dim=-1).mean().item() > 1.5 * ours_err
 
 

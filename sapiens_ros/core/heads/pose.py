@@ -11,7 +11,7 @@ import torch.nn.functional as F
 #: DARK blur kernel of the Sapiens/mmpose reference (cv2 sigma rule gives sigma = 2.0).
 DARK_KERNEL = 11
 _WINDOW = DARK_KERNEL + 2  # blurred 3x3 neighbourhood of the peak needs a 13x13 raw window
-#: Largest DARK-UDP Newton step (heatmap px) that is trusted; larger steps keep the argmax.
+#: DARK-UDP Newton steps are clipped to this many heatmap px per axis.
 MAX_STEP = 3.0
 
 
@@ -55,9 +55,11 @@ def decode_heatmaps(heatmaps: torch.Tensor,
 
     Argmax, then DARK-UDP refinement (Gaussian blur, log, one Newton step) evaluated only on a
     13x13 window around each peak: the same numbers as blurring the whole map, at a tiny cost.
-    A step longer than ``max_step`` heatmap px in x or y (a flat or saddle-shaped map, e.g. an
-    occluded keypoint) is skipped and the argmax kept: the reference takes it and can run away by
-    hundreds of px, the old 1 px guard also discarded good steps on broad, noisy peaks.
+    The step is clipped to ``max_step`` heatmap px per axis (and dropped when not finite): on a
+    flat or saddle-shaped map (an occluded keypoint) the reference's unclipped step runs away by
+    hundreds of px, while the former 1 px guard discarded good steps on broad, noisy peaks.
+    Clipping keeps the reference's accuracy on noisy peaks, where skipping long steps does not
+    (``benchmarks/bench_people.py``).
     """
     heatmaps = heatmaps.float()
     n, k, h, w = heatmaps.shape
@@ -99,9 +101,10 @@ def decode_heatmaps(heatmaps: torch.Tensor,
     ox = (hyy * gx - hxy * gy) / det
     oy = (-hxy * gx + hxx * gy) / det
     offset = torch.stack([ox, oy], dim=-1)
-    # A flat or saddle-shaped peak gives no sensible Newton step: keep the argmax there.
-    ok = torch.isfinite(offset).all(-1) & (offset.abs() <= max_step).all(-1)
-    offset = torch.where(ok[:, None], offset, torch.zeros_like(offset))
+    # A flat or saddle-shaped peak gives no sensible Newton step: bound it.
+    ok = torch.isfinite(offset).all(-1)
+    offset = torch.where(ok[:, None], offset.clamp(-max_step, max_step),
+                         torch.zeros_like(offset))
     coords = torch.stack([px, py], dim=-1).float() - offset
     return coords.reshape(n, k, 2), scores.reshape(n, k)
 
