@@ -4,7 +4,7 @@ import logging
 
 import numpy as np
 import pytest
-from sapiens_ros.core.tracking import PersonTracker, TrackerConfig, UNTRACKED
+from sapiens_ros.core.tracking import person_confidence, PersonTracker, TrackerConfig, UNTRACKED
 
 K = 308
 TEMPLATE = np.random.default_rng(0).uniform(-0.45, 0.45, (K, 2))
@@ -142,3 +142,13 @@ def test_bad_rows_are_untracked_not_fatal(bad):
     else:
         ids = tracker.update(np.zeros((0, 4)), np.zeros((0, K, 2)), np.zeros((0, K)), 0.0)
         assert ids.shape == (0,) and ids.dtype == np.int64
+
+
+def test_person_seen_from_the_back_is_confident():
+    """Hidden face and hands (most of the 308 keypoints) do not make a person low-confidence."""
+    scores = np.full((1, K), 0.05)
+    scores[0, :65] = 0.8  # body, feet and hands visible
+    assert person_confidence(scores, 0.2)[0] >= TrackerConfig().high_score
+    tracker = PersonTracker()
+    box, kps, _ = person((300, 300), (120, 300), np.random.default_rng(9))
+    assert tracker.update(box[None], kps[None], scores, 0.0)[0] != UNTRACKED

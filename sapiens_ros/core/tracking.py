@@ -1,7 +1,7 @@
 """
 Person tracking across frames (ByteTrack-style, ROS-free, one tracker per camera).
 
-Detections are split by confidence (mean keypoint score): high ones are matched first to every
+Detections are split by confidence (the mean of their best keypoint scores): high ones are matched first to every
 live track, low ones then to the tracks still unmatched, and only high ones start new tracks.
 The similarity of a track and a detection mixes box IoU and keypoint similarity (OKS), both
 computed against the track's constant-velocity prediction at the detection's time stamp, so
@@ -26,8 +26,11 @@ UNTRACKED = -1
 class TrackerConfig:
     """Parameters of :class:`PersonTracker` (times in seconds, scores as the heatmap maxima)."""
 
-    high_score: float = 0.5  # detections at or above start and first-match tracks
+    high_score: float = 0.4  # detections at or above start and first-match tracks
     low_score: float = 0.1  # detections below are ignored entirely
+    # confidence = mean of the best fifth of the keypoint scores: a person seen from the back
+    # or with hidden hands still scores high on the keypoints that are visible
+    confidence_fraction: float = 0.2
     keypoint_score: float = 0.3  # keypoints at or above take part in OKS
     min_similarity_high: float = 0.2  # gate of the first (high-confidence) stage
     min_similarity_low: float = 0.4  # stricter gate of the second (low-confidence) stage
@@ -61,6 +64,14 @@ def keypoint_similarity(kp_a: np.ndarray, vis_a: np.ndarray, kp_b: np.ndarray,
     both = vis_a[:, None] & vis_b[None]
     count = both.sum(-1)
     return np.where(count > 0, (np.exp(-e) * both).sum(-1) / np.maximum(count, 1), 0.0)
+
+
+def person_confidence(scores: np.ndarray, fraction: float) -> np.ndarray:
+    """Mean of the best ``fraction`` of each row of keypoint scores ``(P, K)`` -> ``(P,)``."""
+    if scores.shape[1] == 0:
+        return np.zeros(scores.shape[0])
+    m = max(1, int(round(fraction * scores.shape[1])))
+    return np.partition(scores, -m, axis=1)[:, -m:].mean(1)
 
 
 def _xyxy(cxcywh: np.ndarray) -> np.ndarray:
@@ -134,7 +145,7 @@ class PersonTracker:
             self._vis = np.zeros((0, keypoints.shape[1]), bool)
 
         ids = np.full(n, UNTRACKED, np.int64)
-        confidence = scores.mean(1) if scores.shape[1] else np.zeros(n)
+        confidence = person_confidence(scores, cfg.confidence_fraction)
         finite = np.isfinite(boxes).all(1) & np.isfinite(confidence)
         high = np.flatnonzero(finite & (confidence >= cfg.high_score))
         low = np.flatnonzero(finite & (confidence >= cfg.low_score)
@@ -211,4 +222,5 @@ class PersonTracker:
         return new_ids
 
 
-__all__ = ['PersonTracker', 'TrackerConfig', 'UNTRACKED', 'box_iou', 'keypoint_similarity']
+__all__ = ['PersonTracker', 'TrackerConfig', 'UNTRACKED', 'box_iou', 'keypoint_similarity',
+           'person_confidence']
