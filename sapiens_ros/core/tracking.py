@@ -5,7 +5,8 @@ Detections are split by confidence (the mean of their best keypoint scores): hig
 matched first to every live track, low ones then to the tracks still unmatched, and only high
 ones start new tracks. The similarity of a track and a detection mixes box IoU and keypoint
 similarity (OKS), both computed against the track's constant-velocity prediction at the
-detection's time stamp, so dropped frames and occlusions (up to ``max_age`` seconds) keep their identities.
+detection's time stamp, so dropped frames and occlusions (up to ``max_age`` seconds) keep their
+identities.
 """
 
 from __future__ import annotations
