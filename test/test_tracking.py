@@ -152,3 +152,16 @@ def test_person_seen_from_the_back_is_confident():
     tracker = PersonTracker()
     box, kps, _ = person((300, 300), (120, 300), np.random.default_rng(9))
     assert tracker.update(box[None], kps[None], scores, 0.0)[0] != UNTRACKED
+
+
+def test_crossing_with_one_hidden_behind_the_other_and_dropped_frames():
+    rng = np.random.default_rng(11)
+    stamps = np.arange(0, 2.0, 1 / 30)
+    stamps = stamps[rng.random(len(stamps)) > 0.3]
+    frames = []
+    for t in stamps:
+        a = ('a', walk([100, 300], [700, 320], 0, 2, t), (120, 300), 0.9)
+        b = ('b', walk([700, 310], [100, 300], 0, 2, t), (110, 280), 0.9)
+        frames.append((float(t), [a] if 0.85 < t < 1.15 else [a, b]))  # b hidden by a
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0

@@ -108,6 +108,7 @@ class PersonTracker:
         self._kp = np.zeros((0, 0, 2))
         self._vis = np.zeros((0, 0), bool)
         self._seen = np.zeros((0,))  # stamp of the last match
+        self._hits = np.zeros((0,), np.int64)  # matches so far (1: no velocity yet)
 
     def reset(self) -> None:
         """Forget every track (ids keep counting up)."""
@@ -178,6 +179,7 @@ class PersonTracker:
     def _keep(self, mask: np.ndarray) -> None:
         self.ids, self._box, self._vel = self.ids[mask], self._box[mask], self._vel[mask]
         self._kp, self._vis, self._seen = self._kp[mask], self._vis[mask], self._seen[mask]
+        self._hits = self._hits[mask]
 
     def _similarity(self, boxes: np.ndarray, keypoints: np.ndarray, vis: np.ndarray,
                     stamp: float) -> np.ndarray:
@@ -200,9 +202,10 @@ class PersonTracker:
         dt = (stamp - self._seen[t_idx])[:, None]
         measured = (box - self._box[t_idx]) / np.maximum(dt, 1e-6)
         a = self.config.velocity_smoothing
-        first = (np.abs(self._vel[t_idx]).sum(1) == 0)[:, None]
+        first = (self._hits[t_idx] == 1)[:, None]
         vel = np.where(first, measured, a * measured + (1.0 - a) * self._vel[t_idx])
         self._vel[t_idx] = np.where(dt > 0, vel, self._vel[t_idx])
+        self._hits[t_idx] += (dt[:, 0] > 0)
         # keypoints hidden in this frame follow the box from their last visible position
         self._kp[t_idx] = np.where(vis[..., None], keypoints, self._kp[t_idx]
                                    + (box[:, None, :2] - self._box[t_idx, None, :2]))
@@ -220,6 +223,7 @@ class PersonTracker:
         self._kp = np.concatenate([self._kp, keypoints])
         self._vis = np.concatenate([self._vis, vis])
         self._seen = np.concatenate([self._seen, np.full(len(boxes), stamp)])
+        self._hits = np.concatenate([self._hits, np.ones(len(boxes), np.int64)])
         return new_ids
 
 
