@@ -172,3 +172,13 @@ def test_people_state_with_depth(caplog):
     assert 'time jumped back' in caplog.text and state.resets == 1
     assert set(again.ids.tolist()).isdisjoint(ids[0])  # new ids after the reset
     assert again.xyz is None and not again.torso_valid.any()  # no depth, no pointmap: no 3D
+
+
+def test_people_state_hidden_keypoints_get_no_xyz():
+    rng = np.random.default_rng(5)
+    result = frame_result([300], rng, None)
+    result.pose.scores[0, :100] = 0.05
+    people = PeopleState().update(result, 1.0, depth=plane_depth_image((480, 640), '32FC1'),
+                                  K=K, depth_encoding='32FC1')
+    assert np.isnan(people.xyz[0, :100]).all() and np.isfinite(people.xyz[0, 100:]).mean() > 0.9
+    assert people.pointmap_scale is None  # no pointmap: nothing to fit

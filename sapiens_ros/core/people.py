@@ -31,6 +31,7 @@ class PeopleConfig:
     xyz_filter: OneEuroConfig = field(
         default_factory=lambda: OneEuroConfig(min_cutoff=1.0, beta=2.0))  # metres
     depth_window: int = 5  # depth pixels, median window at each keypoint
+    min_score: float = 0.3  # keypoints scored lower get no XYZ (hidden: depth is what hides it)
     scale_time_constant: float = 0.5  # s, smoothing of the depth-fitted pointmap scale
     min_scale_points: int = 50  # foreground points with depth needed for a scale fit
     device: str = 'cpu'
@@ -120,6 +121,7 @@ class PeopleState:
         elif result.keypoints_xyz is not None:
             xyz, source = result.keypoints_xyz, 'pointmap'
         if xyz is not None:
+            xyz = np.where((pose.scores >= cfg.min_score)[..., None], xyz, np.float32(np.nan))
             xyz = self.xyz_filter(ids, xyz, stamp).astype(np.float32)
             position, orientation, valid = torso_poses(xyz)
         else:
