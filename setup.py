@@ -36,6 +36,7 @@ setup(
         'safetensors',
         'huggingface_hub',
         'rosbags',
+        'scipy',
     ],
     extras_require={
         'onnx': ['onnx', 'onnxruntime', 'onnxscript'],

@@ -85,9 +85,10 @@ def test_flip_test_is_mirror_equivariant(model_dir, astronaut):
     assert np.allclose(b.scores, a.scores[:, perm], atol=1e-4)
     err = np.abs(b.keypoints - expect).max(-1)
     # The scores (heatmap maxima) match exactly. Random weights give flat maps whose maxima are
-    # often tied at several places, where float noise of the mirrored crop picks another one;
-    # so the positions must match for most keypoints, not all.
-    assert np.median(err) < 0.05 and (err < 0.05).mean() > 0.5
+    # often tied at several places, where float noise of the mirrored crop picks another one,
+    # and whose DARK step (up to 3 heatmap px) amplifies that noise; so the positions must match
+    # within 0.05 heatmap px (0.7 image px here) for most keypoints, not all.
+    assert np.median(err) < 0.7 and (err < 0.7).mean() > 0.5
     plain = load_pipeline('pose', model_dir=str(model_dir), config=PipelineConfig(
         input_size=INPUT, box_source='full'))(astronaut)[0].pose
     assert not np.allclose(plain.scores, a.scores)  # the flip test changes the result

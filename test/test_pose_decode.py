@@ -1,12 +1,15 @@
 """Heatmap decoding: synthetic Gaussian peaks at known sub-pixel image positions."""
 
 import numpy as np
+import pytest
 from sapiens_ros.core.boxes import crop_windows, foreground_boxes
+from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.heads.pose import (decode_heatmaps, flip_back, gaussian_heatmaps,
                                          heatmap_to_image, image_to_heatmap)
 from sapiens_ros.core.letterbox import Letterbox
 from sapiens_ros.core.metadata import keypoint_info
 import torch
+import torch.nn.functional as F
 
 
 def test_decode_recovers_subpixel_peaks_in_image_pixels():
@@ -71,3 +74,131 @@ def test_foreground_boxes_from_components():
     none, _ = foreground_boxes(torch.zeros(29, 256, 192).index_fill_(0, torch.tensor([0]), 9.0),
                                lb)
     assert none.shape == (0, 4)
+
+
+def _reference_dark_udp(heatmaps: torch.Tensor, kernel: int = 11) -> torch.Tensor:
+    """
+    DARK-UDP as transformers' Sapiens2 ``post_process_pose_estimation`` does it, without a guard.
+
+    A faithful re-implementation (that module imports torchvision, absent here): whole-map
+    zero-padded Gaussian blur with the cv2 sigma rule, max-preserving rescale, log clamp,
+    replicate padding, one Newton step from the integer argmax.
+    """
+    n, k, h, w = heatmaps.shape
+    maps = heatmaps.reshape(n * k, 1, h, w).float()
+    sigma = 0.3 * ((kernel - 1) * 0.5 - 1) + 0.8
+    x = torch.arange(kernel, dtype=torch.float32) - (kernel - 1) / 2
+    g = torch.exp(-x * x / (2 * sigma * sigma))
+    g = g / g.sum()
+    blurred = F.conv2d(F.pad(maps, [kernel // 2] * 4), (g[:, None] * g[None])[None, None])
+    orig, got = maps.amax((2, 3)), blurred.amax((2, 3))
+    blurred = blurred * torch.where(got > 0, orig / got.clamp_min(1e-30), torch.ones_like(got))[
+        ..., None, None]
+    logm = F.pad(blurred.clamp(1e-3, 50.0).log(), (1, 1, 1, 1), mode='replicate')[:, 0]
+    index = maps.reshape(n * k, -1).argmax(1)
+    px, py = index % w + 1, index // w + 1
+    b = torch.arange(n * k)
+
+    def v(dx: int, dy: int) -> torch.Tensor:
+        return logm[b, py + dy, px + dx]
+
+    gx, gy = 0.5 * (v(1, 0) - v(-1, 0)), 0.5 * (v(0, 1) - v(0, -1))
+    eps = torch.finfo(torch.float32).eps
+    hxx = v(1, 0) - 2 * v(0, 0) + v(-1, 0) + eps
+    hyy = v(0, 1) - 2 * v(0, 0) + v(0, -1) + eps
+    hxy = 0.5 * (v(1, 1) - v(1, 0) - v(0, 1) + 2 * v(0, 0) - v(-1, 0) - v(0, -1) + v(-1, -1))
+    det = hxx * hyy - hxy * hxy
+    ox, oy = (hyy * gx - hxy * gy) / det, (-hxy * gx + hxx * gy) / det
+    coords = torch.stack([px - 1 - ox, py - 1 - oy], -1)
+    return coords.reshape(n, k, 2)
+
+
+def _noisy_peaks(sigma: float, noise: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    truth = torch.rand(2, 308, 2, generator=gen) * torch.tensor([66.0, 98.0]) + 15.0
+    maps = gaussian_heatmaps(truth, (128, 96), sigma)
+    return maps + noise * torch.randn(maps.shape, generator=gen), truth
+
+
+@pytest.mark.parametrize('sigma', [2.0, 6.0])
+@pytest.mark.parametrize('noise', [0.02, 0.05, 0.1])
+def test_dark_guard_is_as_accurate_as_the_reference(sigma, noise):
+    """On noisy peaks the 3 px step clip is no worse than the unguarded reference on average."""
+    maps, truth = _noisy_peaks(sigma, noise, seed=int(sigma * 100 + noise * 1000))
+    ours, _ = decode_heatmaps(maps)
+    ref = _reference_dark_udp(maps)
+    ours_err = (ours - truth).norm(dim=-1).mean().item()
+    ref_err = (ref - truth).norm(dim=-1).mean().item()
+    assert ours_err <= ref_err * 1.01 + 1e-3, (ours_err, ref_err)
+    # the former guard (skip steps over 1 px) kept the integer argmax far too often on broad,
+    # noisy peaks
+    if sigma == 6.0 and noise == 0.05:
+        free, _ = decode_heatmaps(maps, max_step=float('inf'))
+        index = maps.flatten(2).argmax(-1)
+        peak = torch.stack([index % maps.shape[-1], index // maps.shape[-1]], -1).float()
+        old = torch.where(((free - peak).abs() <= 1.0).all(-1, keepdim=True), free, peak)
+        assert (old - truth).norm(dim=-1).mean().item() > 1.5 * ours_err
+
+
+def test_dark_guard_bounds_runaways_on_flat_maps():
+    """Occluded keypoints (noise only, no peak) stay within 3 px of the argmax."""
+    gen = torch.Generator().manual_seed(3)
+    maps = 0.002 + 0.001 * torch.rand(4, 308, 64, 48, generator=gen)
+    ours, _ = decode_heatmaps(maps)
+    index = maps.reshape(4, 308, -1).argmax(-1)
+    argmax = torch.stack([index % 48, index // 48], -1).float()
+    assert (ours - argmax).abs().max().item() <= 3.0
+    ref = _reference_dark_udp(maps)
+    assert (ref - argmax).abs().max().item() > 10.0  # what the unguarded step does here
+
+
+def _reference_crops(image: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
+                     out_size: tuple[int, int]) -> torch.Tensor:
+    """Crop like transformers' Sapiens2 ``crop_and_resize`` (bicubic when upscaling)."""
+    out_h, out_w = out_size
+    _, in_h, in_w = image.shape
+    scale_x, scale_y = (out_w - 1) / sizes[:, 0], (out_h - 1) / sizes[:, 1]
+    bilinear = torch.minimum(scale_x, scale_y) < 1.0
+    gy, gx = torch.meshgrid(torch.arange(out_h, dtype=torch.float32),
+                            torch.arange(out_w, dtype=torch.float32), indexing='ij')
+    in_x = gx / scale_x[:, None, None] + centers[:, 0, None, None] - 0.5 * sizes[:, 0, None, None]
+    in_y = gy / scale_y[:, None, None] + centers[:, 1, None, None] - 0.5 * sizes[:, 1, None, None]
+    grids = torch.stack([2 * in_x / (in_w - 1) - 1, 2 * in_y / (in_h - 1) - 1], -1)
+    out = torch.empty(len(centers), 3, out_h, out_w)
+    for mask, mode in ((bilinear, 'bilinear'), (~bilinear, 'bicubic')):
+        if mask.any():
+            out[mask] = F.grid_sample(image[None].expand(int(mask.sum()), -1, -1, -1),
+                                      grids[mask], mode=mode, padding_mode='zeros',
+                                      align_corners=True)
+    return out
+
+
+def test_pose_crops_match_the_reference_bicubic_and_bilinear(astronaut):
+    """Upscaled crops are bicubic, downscaled ones bilinear, as in the Sapiens2 reference."""
+    out_size = (256, 192)
+    batch = FrameBatch([astronaut], out_size, torch.device('cpu'))
+    boxes = torch.tensor([[200.0, 40.0, 300.0, 180.0],  # small: upscaled
+                          [10.0, 10.0, 500.0, 500.0],  # large: downscaled
+                          [150.0, 100.0, 230.0, 210.0]])  # small
+    centers, sizes = crop_windows(boxes, out_size)
+    ours = batch.crops(torch.zeros(3, dtype=torch.long), centers, sizes, out_size)
+    image = batch.frames[0].scaled
+    mean = batch._mean
+    ref = _reference_crops(image, centers, sizes, out_size) - mean
+    inner = (slice(None), slice(None), slice(2, -2), slice(2, -2))  # away from zero padding
+    assert (ours - ref)[inner].abs().max().item() < 1e-3
+    bilinear = F.grid_sample(image[None].expand(3, -1, -1, -1),
+                             _reference_grid(image, centers, sizes, out_size), mode='bilinear',
+                             align_corners=True) - mean
+    assert (ours[0] - bilinear[0]).abs().max().item() > 0.05  # bicubic, not bilinear
+
+
+def _reference_grid(image: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
+                    out_size: tuple[int, int]) -> torch.Tensor:
+    out_h, out_w = out_size
+    _, in_h, in_w = image.shape
+    ux, uy = torch.linspace(-0.5, 0.5, out_w), torch.linspace(-0.5, 0.5, out_h)
+    xs = centers[:, 0:1] + ux[None] * sizes[:, 0:1]
+    ys = centers[:, 1:2] + uy[None] * sizes[:, 1:2]
+    gx, gy = 2 * xs / (in_w - 1) - 1, 2 * ys / (in_h - 1) - 1
+    return torch.stack(torch.broadcast_tensors(gx[:, None, :], gy[:, :, None]), -1)

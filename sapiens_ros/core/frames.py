@@ -102,7 +102,9 @@ class FrameBatch:
         Sample normalised crops ``(N, 3, h, w)`` for boxes given as centre and size (UDP).
 
         Crop pixel ``(0, 0)`` is the window's top-left corner and ``(w-1, h-1)`` its bottom-right
-        (``align_corners=True``), the convention the heatmap decoder inverts.
+        (``align_corners=True``), the convention the heatmap decoder inverts. Like the Sapiens2
+        reference, upscaled crops are bicubic (no clamping of the overshoot, as there) and
+        downscaled ones bilinear; both are sampled on the device from the float frame.
         """
         out_h, out_w = out_size
         n = int(frame_index.shape[0])
@@ -119,9 +121,22 @@ class FrameBatch:
             gx = (xs + 0.5) * (2.0 / width) - 1.0
             gy = (ys + 0.5) * (2.0 / height) - 1.0
             grid = torch.stack(torch.broadcast_tensors(gx[:, None, :], gy[:, :, None]), dim=-1)
-            out[sel] = F.grid_sample(frame.scaled[None].expand(len(sel), -1, -1, -1), grid,
-                                     mode='bilinear', padding_mode='zeros', align_corners=False)
+            upscaled = _upscaled(sizes[sel], out_size)
+            for mask, mode in ((~upscaled, 'bilinear'), (upscaled, 'bicubic')):
+                idx = sel[mask]
+                if idx.numel():
+                    out[idx] = F.grid_sample(frame.scaled[None].expand(len(idx), -1, -1, -1),
+                                             grid[mask], mode=mode, padding_mode='zeros',
+                                             align_corners=False)
         return out.sub_(self._mean)
+
+
+def _upscaled(sizes: torch.Tensor, out_size: tuple[int, int]) -> torch.Tensor:
+    """Crops ``(N,)`` magnified in both axes (the reference's bicubic case)."""
+    out_h, out_w = out_size
+    scale_x = (out_w - 1) / sizes[:, 0]
+    scale_y = (out_h - 1) / sizes[:, 1]
+    return torch.minimum(scale_x, scale_y) >= 1.0
 
 
 def _upload(frame: np.ndarray | torch.Tensor, device: torch.device,

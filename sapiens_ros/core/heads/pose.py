@@ -11,6 +11,8 @@ import torch.nn.functional as F
 #: DARK blur kernel of the Sapiens/mmpose reference (cv2 sigma rule gives sigma = 2.0).
 DARK_KERNEL = 11
 _WINDOW = DARK_KERNEL + 2  # blurred 3x3 neighbourhood of the peak needs a 13x13 raw window
+#: DARK-UDP Newton steps are clipped to this many heatmap px per axis.
+MAX_STEP = 3.0
 
 
 @dataclass
@@ -46,12 +48,18 @@ def flip_back(heatmaps: torch.Tensor, permutation: torch.Tensor) -> torch.Tensor
     return heatmaps.index_select(1, permutation).flip(-1)
 
 
-def decode_heatmaps(heatmaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def decode_heatmaps(heatmaps: torch.Tensor,
+                    max_step: float = MAX_STEP) -> tuple[torch.Tensor, torch.Tensor]:
     """
     Sub-pixel keypoints ``(N, K, 2)`` (heatmap pixels) and scores ``(N, K)``.
 
     Argmax, then DARK-UDP refinement (Gaussian blur, log, one Newton step) evaluated only on a
     13x13 window around each peak: the same numbers as blurring the whole map, at a tiny cost.
+    The step is clipped to ``max_step`` heatmap px per axis (and dropped when not finite): on a
+    flat or saddle-shaped map (an occluded keypoint) the reference's unclipped step runs away by
+    hundreds of px, while the former 1 px guard discarded good steps on broad, noisy peaks.
+    Clipping keeps the reference's accuracy on noisy peaks, where skipping long steps does not
+    (``benchmarks/bench_people.py``).
     """
     heatmaps = heatmaps.float()
     n, k, h, w = heatmaps.shape
@@ -93,9 +101,10 @@ def decode_heatmaps(heatmaps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
     ox = (hyy * gx - hxy * gy) / det
     oy = (-hxy * gx + hxx * gy) / det
     offset = torch.stack([ox, oy], dim=-1)
-    # A flat or saddle-shaped peak gives no sensible Newton step: keep the argmax there.
-    ok = torch.isfinite(offset).all(-1) & (offset.abs() <= 1.0).all(-1)
-    offset = torch.where(ok[:, None], offset, torch.zeros_like(offset))
+    # A flat or saddle-shaped peak gives no sensible Newton step: bound it.
+    ok = torch.isfinite(offset).all(-1)
+    offset = torch.where(ok[:, None], offset.clamp(-max_step, max_step),
+                         torch.zeros_like(offset))
     coords = torch.stack([px, py], dim=-1).float() - offset
     return coords.reshape(n, k, 2), scores.reshape(n, k)
 
@@ -129,4 +138,4 @@ def gaussian_heatmaps(centers_xy: torch.Tensor, heatmap_size: tuple[int, int],
 
 
 __all__ = ['PoseResult', 'decode_heatmaps', 'flip_back', 'heatmap_to_image',
-           'image_to_heatmap', 'gaussian_heatmaps', 'DARK_KERNEL']
+           'image_to_heatmap', 'gaussian_heatmaps', 'DARK_KERNEL', 'MAX_STEP']

@@ -1,0 +1,192 @@
+"""
+RGB-D fusion, ROS-free: metric keypoints from an aligned depth image and a depth-fitted pointmap.
+
+Depth images are ``16UC1`` millimetres or ``32FC1`` metres, aligned to the colour camera, at any
+resolution (colour pixels are scaled onto them). Zeros, NaN and inf are holes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+import torch
+
+from .errors import FrameError
+
+#: Depth encodings and their factor to metres.
+DEPTH_ENCODINGS = {'16UC1': 1e-3, 'mono16': 1e-3, '32FC1': 1.0}
+#: Torso keypoints of the 308-keypoint format (left/right shoulder, left/right hip).
+TORSO = (5, 6, 9, 10)
+
+
+def depth_to_metres(depth: np.ndarray | torch.Tensor, encoding: str,
+                    device: torch.device | str = 'cpu') -> torch.Tensor:
+    """``(H, W)`` float32 metres on ``device``; holes (0, NaN, inf, negative) become NaN."""
+    if encoding not in DEPTH_ENCODINGS:
+        raise FrameError(f'depth encoding must be one of {sorted(DEPTH_ENCODINGS)}, '
+                         f'got {encoding!r}')
+    if isinstance(depth, np.ndarray):
+        depth = torch.from_numpy(np.ascontiguousarray(depth))
+    if depth.ndim == 3 and depth.shape[2] == 1:
+        depth = depth[..., 0]
+    if depth.ndim != 2 or depth.shape[0] == 0 or depth.shape[1] == 0:
+        raise FrameError(f'depth must be a non-empty HxW image, got shape {tuple(depth.shape)}')
+    metres = depth.to(device).float() * DEPTH_ENCODINGS[encoding]
+    return torch.where(torch.isfinite(metres) & (metres > 0), metres,
+                       torch.full_like(metres, math.nan))
+
+
+def _depth_pixels(points: torch.Tensor, depth_size: tuple[int, int],
+                  image_size: tuple[int, int]) -> torch.Tensor:
+    """Colour pixels ``(..., 2)`` x/y to the nearest depth pixel (long), pixel centres aligned."""
+    (dh, dw), (ih, iw) = depth_size, image_size
+    factor = torch.tensor([dw / iw, dh / ih], device=points.device, dtype=torch.float32)
+    return torch.floor((points.float() + 0.5) * factor).long()
+
+
+def depth_at(depth_m: torch.Tensor, points: torch.Tensor, image_size: tuple[int, int],
+             window: int = 5) -> torch.Tensor:
+    """
+    Robust depth ``(...)`` at colour pixels ``points (..., 2)``: median of the valid depth.
+
+    The median runs over a ``window`` x ``window`` neighbourhood in depth pixels; holes and
+    pixels outside the image are ignored; NaN where the window holds no valid depth.
+    """
+    h, w = depth_m.shape
+    shape = points.shape[:-1]
+    px = _depth_pixels(points.reshape(-1, 2).to(depth_m.device), (h, w), image_size)
+    r = window // 2
+    offs = torch.arange(-r, r + 1, device=depth_m.device)
+    xs = px[:, 0, None, None] + offs[None, None, :]  # (N, 1, win)
+    ys = px[:, 1, None, None] + offs[None, :, None]  # (N, win, 1)
+    inside = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+    vals = depth_m[ys.clamp(0, h - 1), xs.clamp(0, w - 1)]
+    vals = torch.where(inside, vals, torch.full_like(vals, math.nan)).reshape(len(px), -1)
+    if vals.numel() == 0:
+        return torch.full(shape, math.nan, device=depth_m.device)
+    return vals.nanmedian(dim=1).values.reshape(shape)
+
+
+def back_project(points: torch.Tensor, z: torch.Tensor,
+                 K: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Camera-frame XYZ ``(..., 3)`` metres of pixels ``points (..., 2)`` at depth ``z (...)``."""
+    K = torch.as_tensor(np.asarray(K, np.float64).reshape(3, 3), dtype=torch.float32,
+                        device=points.device)
+    x = (points[..., 0] - K[0, 2] - K[0, 1] * (points[..., 1] - K[1, 2]) / K[1, 1]) / K[0, 0]
+    y = (points[..., 1] - K[1, 2]) / K[1, 1]
+    return torch.stack([x * z, y * z, z], dim=-1)
+
+
+def keypoints_xyz(depth_m: torch.Tensor, keypoints: np.ndarray | torch.Tensor,
+                  image_size: tuple[int, int], K: np.ndarray | torch.Tensor,
+                  window: int = 5) -> np.ndarray:
+    """``(P, K, 3)`` float32 metres of keypoints from measured depth; NaN where no depth."""
+    points = torch.as_tensor(np.asarray(keypoints, np.float32), device=depth_m.device)
+    z = depth_at(depth_m, points, image_size, window)
+    return back_project(points, z, K).cpu().numpy().astype(np.float32)
+
+
+def fit_depth_scale(pred_z: np.ndarray | torch.Tensor, pixels: np.ndarray | torch.Tensor,
+                    depth_m: torch.Tensor, image_size: tuple[int, int],
+                    min_points: int = 50) -> float | None:
+    """
+    Robust factor ``s`` with ``s * pred_z`` matching measured depth at image ``pixels (N, 2)``.
+
+    The median of the per-point ratios depth / predicted depth over points with both valid (the
+    pointmap's kept foreground points); None when fewer than ``min_points`` such points exist.
+    """
+    pred = torch.as_tensor(np.asarray(pred_z, np.float32), device=depth_m.device).reshape(-1)
+    px = torch.as_tensor(np.asarray(pixels, np.float32), device=depth_m.device).reshape(-1, 2)
+    h, w = depth_m.shape
+    dpx = _depth_pixels(px, (h, w), image_size)
+    inside = (dpx[:, 0] >= 0) & (dpx[:, 0] < w) & (dpx[:, 1] >= 0) & (dpx[:, 1] < h)
+    measured = depth_m[dpx[:, 1].clamp(0, h - 1), dpx[:, 0].clamp(0, w - 1)]
+    ok = inside & torch.isfinite(measured) & torch.isfinite(pred) & (pred > 0)
+    if int(ok.sum()) < min_points:
+        return None
+    return float((measured[ok] / pred[ok]).median())
+
+
+class DepthScale:
+    """
+    Per-camera pointmap scale fitted to depth, smoothed over time (log-space exponential filter).
+
+    ``update(raw, stamp)`` takes the frame's fit (or None) and returns the smoothed scale.
+    ``variation`` is the last frame-to-frame relative change of the raw fit, ``|s_t/s_t-1 - 1|``,
+    for diagnostics; ``smoothed_variation`` the same for the smoothed scale.
+    """
+
+    def __init__(self, time_constant: float = 0.5) -> None:
+        self.time_constant = time_constant
+        self.scale: float | None = None
+        self.raw: float | None = None
+        self.variation = 0.0
+        self.smoothed_variation = 0.0
+        self.fits = 0
+        self._stamp: float | None = None
+
+    def reset(self) -> None:
+        """Forget the scale (e.g. on a backwards time jump)."""
+        self.__init__(self.time_constant)
+
+    def update(self, raw: float | None, stamp: float) -> float | None:
+        """Fold in this frame's fit ``raw`` (None: no fit this frame) taken at ``stamp``."""
+        if self._stamp is not None and stamp < self._stamp:
+            self.reset()
+        if raw is None or not math.isfinite(raw) or raw <= 0:
+            return self.scale
+        self.variation = abs(raw / self.raw - 1.0) if self.raw else 0.0
+        self.raw = raw
+        self.fits += 1
+        if self.scale is None or self._stamp is None:
+            self.scale, self._stamp = raw, stamp
+            return self.scale
+        dt = max(stamp - self._stamp, 0.0)
+        a = 1.0 - math.exp(-dt / self.time_constant) if self.time_constant > 0 else 1.0
+        new = math.exp(math.log(self.scale) + a * (math.log(raw) - math.log(self.scale)))
+        self.smoothed_variation = abs(new / self.scale - 1.0)
+        self.scale, self._stamp = new, stamp
+        return self.scale
+
+
+def torso_poses(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Torso centre and orientation per person from camera-frame keypoints ``xyz (P, K, 3)``.
+
+    Position: mean of the finite shoulders and hips (at least two). Orientation, when all four
+    are finite: a REP 103 body frame, z up the spine (hip centre to shoulder centre), y to the
+    person's left (right-to-left shoulders and hips, made orthogonal to z), x = y cross z facing
+    forward; identity otherwise. Returns positions ``(P, 3)``, quaternions ``(P, 4)`` x/y/z/w and
+    a validity mask ``(P,)`` (position known).
+    """
+    xyz = np.asarray(xyz, np.float64)
+    torso = xyz[:, list(TORSO)]  # (P, 4, 3): l_sh, r_sh, l_hip, r_hip
+    finite = np.isfinite(torso).all(-1)
+    count = finite.sum(1)
+    valid = count >= 2
+    pos = np.where(finite[..., None], torso, 0.0).sum(1) / np.maximum(count, 1)[:, None]
+    pos[~valid] = np.nan
+    quat = np.tile([0.0, 0.0, 0.0, 1.0], (len(xyz), 1))
+    full = finite.all(1)
+    if full.any():
+        t = torso[full]
+        up = (t[:, 0] + t[:, 1]) / 2 - (t[:, 2] + t[:, 3]) / 2
+        left = (t[:, 0] - t[:, 1]) + (t[:, 2] - t[:, 3])
+        z = up / np.linalg.norm(up, axis=1, keepdims=True).clip(1e-9)
+        y = left - (left * z).sum(1, keepdims=True) * z
+        ny = np.linalg.norm(y, axis=1, keepdims=True)
+        good = (ny[:, 0] > 1e-6) & (np.linalg.norm(up, axis=1) > 1e-6)
+        y = y / ny.clip(1e-9)
+        x = np.cross(y, z)
+        rot = np.stack([x, y, z], axis=-1)  # columns are the body axes in the camera frame
+        q = np.tile([0.0, 0.0, 0.0, 1.0], (len(t), 1))
+        if good.any():
+            q[good] = Rotation.from_matrix(rot[good]).as_quat()
+        quat[full] = q
+    return pos.astype(np.float32), quat.astype(np.float32), valid
+
+
+__all__ = ['DEPTH_ENCODINGS', 'TORSO', 'DepthScale', 'back_project', 'depth_at',
+           'depth_to_metres', 'fit_depth_scale', 'keypoints_xyz', 'torso_poses']

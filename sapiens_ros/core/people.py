@@ -1,0 +1,136 @@
+"""
+People, not frames: one object per camera holding tracker, smoothers and depth-scale state.
+
+The node and replay call :meth:`PeopleState.update` once per frame of a camera, in time order,
+with the pipeline's :class:`~sapiens_ros.core.pipeline.FrameResult` and, when a depth image is
+synchronised with the frame, the depth and camera_info's K.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import logging
+
+import numpy as np
+import torch
+
+from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, torso_poses
+from .pipeline import FrameResult
+from .smoothing import OneEuroConfig, OneEuroFilter
+from .tracking import PersonTracker, TrackerConfig
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class PeopleConfig:
+    """Tracking, smoothing and RGB-D parameters of one camera."""
+
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    keypoint_filter: OneEuroConfig = field(default_factory=OneEuroConfig)  # pixels
+    xyz_filter: OneEuroConfig = field(
+        default_factory=lambda: OneEuroConfig(min_cutoff=1.0, beta=2.0))  # metres
+    depth_window: int = 5  # depth pixels, median window at each keypoint
+    min_score: float = 0.3  # keypoints scored lower get no XYZ (hidden: depth is what hides it)
+    scale_time_constant: float = 0.5  # s, smoothing of the depth-fitted pointmap scale
+    min_scale_points: int = 50  # foreground points with depth needed for a scale fit
+    device: str = 'cpu'
+
+
+@dataclass
+class People:
+    """The tracked people of one frame; rows follow the pipeline's pose rows."""
+
+    stamp: float
+    ids: np.ndarray  # (P,) int64, tracking.UNTRACKED (-1) for untracked rows
+    keypoints: np.ndarray  # (P, K, 2) raw image pixels
+    smoothed: np.ndarray  # (P, K, 2) One-Euro filtered image pixels
+    scores: np.ndarray  # (P, K)
+    xyz: np.ndarray | None  # (P, K, 3) metres, filtered; NaN where unknown
+    xyz_source: str  # 'depth', 'pointmap' or 'none'
+    torso_position: np.ndarray  # (P, 3) metres, NaN without 3D
+    torso_orientation: np.ndarray  # (P, 4) x/y/z/w quaternion, identity when unknown
+    torso_valid: np.ndarray  # (P,) bool
+    pointmap_scale: float | None  # multiply the pointmap XYZ by this for metres (depth fit)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+class PeopleState:
+    """Per-camera state: ``update(result, stamp, depth=None, K=None) -> People``."""
+
+    def __init__(self, config: PeopleConfig | None = None) -> None:
+        self.config = config or PeopleConfig()
+        self.tracker = PersonTracker(self.config.tracker)
+        self.keypoint_filter = OneEuroFilter(self.config.keypoint_filter)
+        self.xyz_filter = OneEuroFilter(self.config.xyz_filter)
+        self.depth_scale = DepthScale(self.config.scale_time_constant)
+        self.resets = 0
+        self._stamp: float | None = None
+
+    def reset(self) -> None:
+        """Forget tracks, filters and the fitted scale (ids keep counting up)."""
+        self.tracker.reset()
+        self.keypoint_filter.reset()
+        self.xyz_filter.reset()
+        self.depth_scale.reset()
+        self._stamp = None
+
+    def diagnostics(self) -> dict[str, float | int | None]:
+        """Numbers for the node's diagnostics."""
+        return {'tracks': len(self.tracker), 'resets': self.resets,
+                'depth_scale': self.depth_scale.scale, 'depth_scale_raw': self.depth_scale.raw,
+                'depth_scale_variation': self.depth_scale.variation}
+
+    def update(self, result: FrameResult, stamp: float,
+               depth: np.ndarray | torch.Tensor | None = None, K: np.ndarray | None = None,
+               depth_encoding: str = '16UC1') -> People:
+        """
+        Track, smooth and (with ``depth`` and ``K``) lift to metres one frame's people.
+
+        ``depth`` is aligned to the colour camera, ``16UC1`` mm or ``32FC1`` m, any resolution.
+        Without it, XYZ is the pipeline's pointmap XYZ (as before), when present.
+        """
+        cfg = self.config
+        if self._stamp is not None and stamp < self._stamp:
+            LOG.warning('time jumped back %.3f s: people state reset (new ids follow)',
+                        self._stamp - stamp)
+            self.resets += 1
+            self.reset()
+        self._stamp = stamp
+        pose = result.pose
+        if pose is None:
+            raise ValueError('people tracking needs the pose task')
+        ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp)
+        smoothed = self.keypoint_filter(ids, pose.keypoints, stamp).astype(np.float32)
+
+        xyz, source, scale = None, 'none', None
+        if depth is not None and K is not None:
+            depth_m = depth_to_metres(depth, depth_encoding, cfg.device)
+            if result.pointmap is not None and len(result.pointmap.points):
+                pm = result.pointmap
+                raw = fit_depth_scale(pm.points[:, 2], pm.pixels, depth_m, result.image_size,
+                                      cfg.min_scale_points)
+                scale = self.depth_scale.update(raw, stamp)
+            xyz = keypoints_xyz(depth_m, pose.keypoints, result.image_size, K, cfg.depth_window)
+            if scale is not None and result.keypoints_xyz is not None:
+                # depth holes: fall back to the depth-calibrated pointmap
+                xyz = np.where(np.isfinite(xyz), xyz, result.keypoints_xyz * np.float32(scale))
+            source = 'depth'
+        elif result.keypoints_xyz is not None:
+            xyz, source = result.keypoints_xyz, 'pointmap'
+        if xyz is not None:
+            xyz = np.where((pose.scores >= cfg.min_score)[..., None], xyz, np.float32(np.nan))
+            xyz = self.xyz_filter(ids, xyz, stamp).astype(np.float32)
+            position, orientation, valid = torso_poses(xyz)
+        else:
+            n = len(ids)
+            position = np.full((n, 3), np.nan, np.float32)
+            orientation = np.tile(np.float32([0, 0, 0, 1]), (n, 1))
+            valid = np.zeros(n, bool)
+        return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, source, position,
+                      orientation, valid, scale)
+
+
+__all__ = ['People', 'PeopleConfig', 'PeopleState']

@@ -1,0 +1,231 @@
+"""
+Person tracking across frames (ByteTrack-style, ROS-free, one tracker per camera).
+
+Detections are split by confidence (the mean of their best keypoint scores): high ones are
+matched first to every live track, low ones then to the tracks still unmatched, and only high
+ones start new tracks. The similarity of a track and a detection mixes box IoU and keypoint
+similarity (OKS), both computed against the track's constant-velocity prediction at the
+detection's time stamp, so dropped frames and occlusions (up to ``max_age`` seconds) keep their
+identities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import logging
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+LOG = logging.getLogger(__name__)
+
+#: Id returned for a detection that is not tracked (a low-confidence one matching no track).
+UNTRACKED = -1
+
+
+@dataclass
+class TrackerConfig:
+    """Parameters of :class:`PersonTracker` (times in seconds, scores as the heatmap maxima)."""
+
+    high_score: float = 0.4  # detections at or above start and first-match tracks
+    low_score: float = 0.1  # detections below are ignored entirely
+    # confidence = mean of the best fifth of the keypoint scores: a person seen from the back
+    # or with hidden hands still scores high on the keypoints that are visible
+    confidence_fraction: float = 0.2
+    keypoint_score: float = 0.3  # keypoints at or above take part in OKS
+    min_similarity_high: float = 0.2  # gate of the first (high-confidence) stage
+    min_similarity_low: float = 0.4  # stricter gate of the second (low-confidence) stage
+    iou_weight: float = 0.5  # similarity = w * IoU + (1 - w) * OKS
+    oks_sigma: float = 0.1  # per-keypoint OKS constant k (uniform over the 308 keypoints)
+    max_age: float = 1.0  # a track unseen this long is dropped
+    velocity_smoothing: float = 0.5  # weight of the newest velocity measurement
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Return the IoU matrix ``(A, B)`` of xyxy boxes."""
+    lt = np.maximum(a[:, None, :2], b[None, :, :2])
+    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.clip(rb - lt, 0, None).prod(-1)
+    area_a = np.clip(a[:, 2:] - a[:, :2], 0, None).prod(-1)
+    area_b = np.clip(b[:, 2:] - b[:, :2], 0, None).prod(-1)
+    union = area_a[:, None] + area_b[None, :] - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
+
+
+def keypoint_similarity(kp_a: np.ndarray, vis_a: np.ndarray, kp_b: np.ndarray,
+                        vis_b: np.ndarray, areas_b: np.ndarray, sigma: float) -> np.ndarray:
+    """
+    OKS matrix ``(A, B)`` over keypoints visible in both (COCO formula, uniform ``k``).
+
+    ``kp_*`` are ``(N, K, 2)``, ``vis_*`` ``(N, K)`` booleans, ``areas_b`` the object scale
+    ``s^2`` of each ``b`` (its box area). Pairs sharing no visible keypoint score 0.
+    """
+    d2 = ((kp_a[:, None] - kp_b[None]) ** 2).sum(-1)  # (A, B, K)
+    e = d2 / (2.0 * np.maximum(areas_b, 1.0)[None, :, None] * (2.0 * sigma) ** 2)
+    both = vis_a[:, None] & vis_b[None]
+    count = both.sum(-1)
+    return np.where(count > 0, (np.exp(-e) * both).sum(-1) / np.maximum(count, 1), 0.0)
+
+
+def person_confidence(scores: np.ndarray, fraction: float) -> np.ndarray:
+    """Mean of the best ``fraction`` of each row of keypoint scores ``(P, K)`` -> ``(P,)``."""
+    if scores.shape[1] == 0:
+        return np.zeros(scores.shape[0])
+    m = max(1, int(round(fraction * scores.shape[1])))
+    return np.partition(scores, -m, axis=1)[:, -m:].mean(1)
+
+
+def _xyxy(cxcywh: np.ndarray) -> np.ndarray:
+    c, s = cxcywh[..., :2], cxcywh[..., 2:]
+    return np.concatenate([c - s / 2, c + s / 2], -1)
+
+
+def _cxcywh(xyxy: np.ndarray) -> np.ndarray:
+    return np.concatenate([(xyxy[..., :2] + xyxy[..., 2:]) / 2, xyxy[..., 2:] - xyxy[..., :2]],
+                          -1)
+
+
+class PersonTracker:
+    """
+    Stable person ids for one camera's frames, given in time order.
+
+    ``update(boxes (P, 4) xyxy, keypoints (P, K, 2), scores (P, K), stamp) -> ids (P,) int64``.
+    A frame older than the previous one (a bag loop, a replay restart) resets the tracker with a
+    log line; ids are never reused, so a reset gives new ones.
+    """
+
+    def __init__(self, config: TrackerConfig | None = None) -> None:
+        self.config = config or TrackerConfig()
+        self._next_id = 1
+        self._last_stamp: float | None = None
+        self.resets = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self.ids = np.zeros((0,), np.int64)
+        self._box = np.zeros((0, 4))  # cx, cy, w, h at the last match
+        self._vel = np.zeros((0, 4))  # per second
+        self._kp = np.zeros((0, 0, 2))
+        self._vis = np.zeros((0, 0), bool)
+        self._seen = np.zeros((0,))  # stamp of the last match
+        self._hits = np.zeros((0,), np.int64)  # matches so far (1: no velocity yet)
+
+    def reset(self) -> None:
+        """Forget every track (ids keep counting up)."""
+        self._clear()
+        self._last_stamp = None
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def update(self, boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
+               stamp: float) -> np.ndarray:
+        """Associate this frame's people with the tracks; return their ids (P,) int64."""
+        cfg = self.config
+        boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+        keypoints = np.asarray(keypoints, np.float64)
+        scores = np.asarray(scores, np.float64)
+        n = boxes.shape[0]
+        if keypoints.ndim != 3 or keypoints.shape[0] != n or scores.shape != keypoints.shape[:2]:
+            raise ValueError(f'expected keypoints (P, K, 2) and scores (P, K) for {n} boxes, got '
+                             f'{keypoints.shape} and {scores.shape}')
+        stamp = float(stamp)
+        if self._last_stamp is not None and stamp < self._last_stamp:
+            LOG.warning('time jumped back %.3f s (%.3f -> %.3f): tracker reset',
+                        self._last_stamp - stamp, self._last_stamp, stamp)
+            self.resets += 1
+            self.reset()
+        self._last_stamp = stamp
+        alive = stamp - self._seen <= cfg.max_age
+        self._keep(alive)
+        if self._kp.shape[1] != keypoints.shape[1]:
+            if len(self):
+                LOG.warning('keypoint count changed %d -> %d: tracker reset',
+                            self._kp.shape[1], keypoints.shape[1])
+            self._clear()
+            self._kp = np.zeros((0, keypoints.shape[1], 2))
+            self._vis = np.zeros((0, keypoints.shape[1]), bool)
+
+        ids = np.full(n, UNTRACKED, np.int64)
+        confidence = person_confidence(scores, cfg.confidence_fraction)
+        finite = np.isfinite(boxes).all(1) & np.isfinite(confidence)
+        high = np.flatnonzero(finite & (confidence >= cfg.high_score))
+        low = np.flatnonzero(finite & (confidence >= cfg.low_score)
+                             & (confidence < cfg.high_score))
+        sim = self._similarity(boxes, keypoints, scores >= cfg.keypoint_score, stamp)
+
+        free_tracks = np.arange(len(self))
+        matched_t, matched_d = [], []
+        for dets, gate in ((high, cfg.min_similarity_high), (low, cfg.min_similarity_low)):
+            if len(dets) == 0 or len(free_tracks) == 0:
+                continue
+            sub = sim[np.ix_(free_tracks, dets)]
+            rows, cols = linear_sum_assignment(-sub)
+            good = sub[rows, cols] >= gate
+            matched_t.append(free_tracks[rows[good]])
+            matched_d.append(dets[cols[good]])
+            free_tracks = np.setdiff1d(free_tracks, free_tracks[rows[good]])
+        if matched_t:
+            t_idx, d_idx = np.concatenate(matched_t), np.concatenate(matched_d)
+            self._correct(t_idx, boxes[d_idx], keypoints[d_idx],
+                          scores[d_idx] >= cfg.keypoint_score, stamp)
+            ids[d_idx] = self.ids[t_idx]
+        new = np.setdiff1d(high, np.concatenate(matched_d) if matched_d else [])
+        if len(new):
+            ids[new] = self._start(boxes[new], keypoints[new],
+                                   scores[new] >= cfg.keypoint_score, stamp)
+        return ids
+
+    def _keep(self, mask: np.ndarray) -> None:
+        self.ids, self._box, self._vel = self.ids[mask], self._box[mask], self._vel[mask]
+        self._kp, self._vis, self._seen = self._kp[mask], self._vis[mask], self._seen[mask]
+        self._hits = self._hits[mask]
+
+    def _similarity(self, boxes: np.ndarray, keypoints: np.ndarray, vis: np.ndarray,
+                    stamp: float) -> np.ndarray:
+        if len(self) == 0 or boxes.shape[0] == 0:
+            return np.zeros((len(self), boxes.shape[0]))
+        dt = (stamp - self._seen)[:, None]
+        pred = self._box + self._vel * dt  # (T, 4) cxcywh
+        pred[:, 2:] = np.maximum(pred[:, 2:], 1.0)
+        shift = (pred[:, :2] - self._box[:, :2])[:, None, :]
+        iou = box_iou(_xyxy(pred), boxes)
+        areas = np.clip(boxes[:, 2:] - boxes[:, :2], 0, None).prod(-1)
+        oks = keypoint_similarity(self._kp + shift, self._vis, keypoints, vis, areas,
+                                  self.config.oks_sigma)
+        w = self.config.iou_weight
+        return w * iou + (1.0 - w) * oks
+
+    def _correct(self, t_idx: np.ndarray, boxes: np.ndarray, keypoints: np.ndarray,
+                 vis: np.ndarray, stamp: float) -> None:
+        box = _cxcywh(boxes)
+        dt = (stamp - self._seen[t_idx])[:, None]
+        measured = (box - self._box[t_idx]) / np.maximum(dt, 1e-6)
+        a = self.config.velocity_smoothing
+        first = (self._hits[t_idx] == 1)[:, None]
+        vel = np.where(first, measured, a * measured + (1.0 - a) * self._vel[t_idx])
+        self._vel[t_idx] = np.where(dt > 0, vel, self._vel[t_idx])
+        self._hits[t_idx] += (dt[:, 0] > 0)
+        # keypoints hidden in this frame follow the box from their last visible position
+        self._kp[t_idx] = np.where(vis[..., None], keypoints, self._kp[t_idx]
+                                   + (box[:, None, :2] - self._box[t_idx, None, :2]))
+        self._box[t_idx] = box
+        self._vis[t_idx] = vis | self._vis[t_idx]
+        self._seen[t_idx] = stamp
+
+    def _start(self, boxes: np.ndarray, keypoints: np.ndarray, vis: np.ndarray,
+               stamp: float) -> np.ndarray:
+        new_ids = np.arange(self._next_id, self._next_id + len(boxes), dtype=np.int64)
+        self._next_id += len(boxes)
+        self.ids = np.concatenate([self.ids, new_ids])
+        self._box = np.concatenate([self._box, _cxcywh(boxes)])
+        self._vel = np.concatenate([self._vel, np.zeros((len(boxes), 4))])
+        self._kp = np.concatenate([self._kp, keypoints])
+        self._vis = np.concatenate([self._vis, vis])
+        self._seen = np.concatenate([self._seen, np.full(len(boxes), stamp)])
+        self._hits = np.concatenate([self._hits, np.ones(len(boxes), np.int64)])
+        return new_ids
+
+
+__all__ = ['PersonTracker', 'TrackerConfig', 'UNTRACKED', 'box_iou', 'keypoint_similarity',
+           'person_confidence']

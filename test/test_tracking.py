@@ -1,0 +1,167 @@
+"""PersonTracker on synthetic trajectories: ID switches are counted and must be zero."""
+
+import logging
+
+import numpy as np
+import pytest
+from sapiens_ros.core.tracking import person_confidence, PersonTracker, TrackerConfig, UNTRACKED
+
+K = 308
+TEMPLATE = np.random.default_rng(0).uniform(-0.45, 0.45, (K, 2))
+
+
+def person(center, size, rng, score=0.9, noise=1.5):
+    """Box (4,), keypoints (K, 2) and scores (K,) of a synthetic person."""
+    c, s = np.asarray(center, float), np.asarray(size, float)
+    box = np.concatenate([c - s / 2, c + s / 2]) + rng.normal(0, noise, 4)
+    kps = c + TEMPLATE * s + rng.normal(0, noise, (K, 2))
+    return box, kps, np.full(K, score)
+
+
+def run(tracker, frames, rng):
+    """``frames``: list of (stamp, [(truth_id, center, size, score), ...]); ids per truth."""
+    seen = {}
+    for stamp, people in frames:
+        if not people:
+            tracker.update(np.zeros((0, 4)), np.zeros((0, K, 2)), np.zeros((0, K)), stamp)
+            continue
+        order = rng.permutation(len(people))  # detection order must not matter
+        parts = [person(people[i][1], people[i][2], rng, people[i][3]) for i in order]
+        ids = tracker.update(np.stack([p[0] for p in parts]), np.stack([p[1] for p in parts]),
+                             np.stack([p[2] for p in parts]), stamp)
+        assert ids.dtype == np.int64 and ids.shape == (len(people),)
+        for j, i in enumerate(order):
+            seen.setdefault(people[i][0], []).append(int(ids[j]))
+    return seen
+
+
+def id_switches(seen):
+    """Count changes of the tracker id along each true identity (untracked frames too)."""
+    return sum(int((np.diff(v) != 0).sum()) for v in seen.values())
+
+
+def walk(start, end, t0, t1, t):
+    a = np.clip((t - t0) / (t1 - t0), 0, 1)
+    return np.asarray(start, float) + a * (np.asarray(end, float) - start)
+
+
+def test_crossing_paths_keep_their_ids():
+    rng = np.random.default_rng(1)
+    frames = []
+    for t in np.arange(0, 2.0, 1 / 30):
+        a = ('a', walk([100, 300], [700, 320], 0, 2, t), (120, 300), 0.9)
+        b = ('b', walk([700, 330], [100, 310], 0, 2, t), (110, 280), 0.9)
+        frames.append((float(t), [a, b]))
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0
+    assert seen['a'][0] != seen['b'][0]
+
+
+def test_half_second_occlusion_keeps_the_id():
+    rng = np.random.default_rng(2)
+    frames = []
+    for t in np.arange(0, 3.0, 1 / 30):
+        people = [('b', (600, 300), (120, 300), 0.9)]
+        if not 1.0 <= t < 1.5:
+            people.append(('a', walk([100, 300], [500, 300], 0, 3, t), (120, 300), 0.9))
+        frames.append((float(t), people))
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0
+    assert len(seen['a']) == 90 - 15
+
+
+def test_leaving_and_entering_person_gets_a_new_id():
+    rng = np.random.default_rng(3)
+    frames = []
+    for t in np.arange(0, 3.0, 1 / 30):
+        people = []
+        if t < 1.0:
+            people.append(('a', walk([500, 300], [700, 300], 0, 1, t), (120, 300), 0.9))
+        if t >= 1.2:
+            people.append(('c', walk([80, 300], [300, 300], 1.2, 3, t), (120, 300), 0.9))
+        frames.append((float(t), people))
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0
+    assert seen['c'][0] != seen['a'][0]
+
+
+def test_dropped_frames_keep_ids_of_people_walking_side_by_side():
+    rng = np.random.default_rng(4)
+    stamps = np.arange(0, 4.0, 1 / 30)
+    stamps = stamps[rng.random(len(stamps)) > 0.4]  # 40 % of frames dropped, gaps of any length
+    frames = []
+    for t in stamps:
+        a = ('a', walk([100, 300], [600, 300], 0, 4, t), (120, 300), 0.9)
+        b = ('b', walk([230, 320], [730, 320], 0, 4, t), (120, 300), 0.9)
+        frames.append((float(t), [a, b]))
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0
+
+
+def test_low_confidence_keeps_a_track_but_does_not_start_one():
+    rng = np.random.default_rng(5)
+    frames = []
+    for t in np.arange(0, 1.0, 1 / 30):
+        score = 0.9 if t < 0.5 else 0.3  # 'a' fades to a low-confidence detection
+        frames.append((float(t), [('a', walk([100, 300], [300, 300], 0, 1, t), (120, 300),
+                                   score),
+                                  ('ghost', (600, 300), (100, 250), 0.3)]))
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0 and seen['a'][0] != UNTRACKED
+    assert set(seen['ghost']) == {UNTRACKED}
+
+
+def test_track_is_dropped_after_max_age():
+    rng = np.random.default_rng(6)
+    tracker = PersonTracker(TrackerConfig(max_age=0.5))
+    frames = [(0.0, [('a', (300, 300), (120, 300), 0.9)]), (0.1, []),
+              (0.7, [('a', (300, 300), (120, 300), 0.9)])]
+    seen = run(tracker, frames, rng)
+    assert seen['a'][0] != seen['a'][1]  # gone for longer than max_age: a new id
+
+
+def test_backwards_time_jump_resets_with_a_log_line(caplog):
+    rng = np.random.default_rng(7)
+    tracker = PersonTracker()
+    frames = [(float(t), [('a', (300, 300), (120, 300), 0.9)]) for t in (5.0, 5.1, 5.2, 0.0)]
+    with caplog.at_level(logging.WARNING, logger='sapiens_ros.core.tracking'):
+        seen = run(tracker, frames, rng)
+    assert seen['a'][:3] == [seen['a'][0]] * 3 and seen['a'][3] > seen['a'][2]
+    assert tracker.resets == 1 and 'time jumped back' in caplog.text
+
+
+@pytest.mark.parametrize('bad', ['nan_box', 'empty'])
+def test_bad_rows_are_untracked_not_fatal(bad):
+    tracker = PersonTracker()
+    rng = np.random.default_rng(8)
+    box, kps, scores = person((300, 300), (120, 300), rng)
+    if bad == 'nan_box':
+        box = box.copy()
+        box[0] = np.nan
+        assert tracker.update(box[None], kps[None], scores[None], 0.0).tolist() == [UNTRACKED]
+    else:
+        ids = tracker.update(np.zeros((0, 4)), np.zeros((0, K, 2)), np.zeros((0, K)), 0.0)
+        assert ids.shape == (0,) and ids.dtype == np.int64
+
+
+def test_person_seen_from_the_back_is_confident():
+    """Hidden face and hands (most of the 308 keypoints) do not make a person low-confidence."""
+    scores = np.full((1, K), 0.05)
+    scores[0, :65] = 0.8  # body, feet and hands visible
+    assert person_confidence(scores, 0.2)[0] >= TrackerConfig().high_score
+    tracker = PersonTracker()
+    box, kps, _ = person((300, 300), (120, 300), np.random.default_rng(9))
+    assert tracker.update(box[None], kps[None], scores, 0.0)[0] != UNTRACKED
+
+
+def test_crossing_with_one_hidden_behind_the_other_and_dropped_frames():
+    rng = np.random.default_rng(11)
+    stamps = np.arange(0, 2.0, 1 / 30)
+    stamps = stamps[rng.random(len(stamps)) > 0.3]
+    frames = []
+    for t in stamps:
+        a = ('a', walk([100, 300], [700, 320], 0, 2, t), (120, 300), 0.9)
+        b = ('b', walk([700, 310], [100, 300], 0, 2, t), (110, 280), 0.9)
+        frames.append((float(t), [a] if 0.85 < t < 1.15 else [a, b]))  # b hidden by a
+    seen = run(PersonTracker(), frames, rng)
+    assert id_switches(seen) == 0
