@@ -12,6 +12,7 @@ import logging
 import sys
 
 import pytest
+from sapiens_ros.backends.artifacts import SIDECAR_VERSION
 from sapiens_ros.backends.engine_cache import (default_cache_dir, EngineCache, EngineKey,
                                                export_command)
 from sapiens_ros.backends.errors import BackendUnavailableError, EngineError, EngineNotBuiltError
@@ -52,14 +53,15 @@ def onnx_file(tmp_path):
     return path
 
 
-def test_slot_depends_on_model_part_only():
+def test_slot_names_model_gpu_and_tensorrt():
+    """Machines sharing a cache dir each keep their engines: the slot names GPU and TensorRT."""
     a = key()
-    assert a.slot() == key(gpu_name='RTX 4090', compute_capability=(8, 9)).slot()
-    assert a.slot() == key(trt_version='10.7.0').slot()
     for other in (key(weights_hash='f' * 16), key(task='seg'), key(input_size=(768, 576)),
-                  key(batch=(1, 1, 8)), key(precision='fp16')):
+                  key(batch=(1, 1, 8)), key(precision='fp16'), key(graph_dtype='bf16'),
+                  key(recipe=0), key(gpu_name='RTX 4090', compute_capability=(8, 9)),
+                  key(trt_version='10.7.0')):
         assert other.slot() != a.slot()
-    assert a.slot().startswith('pose-1024x768-b1-2-8-bf16-')
+    assert a.slot().startswith('pose-1024x768-b1-2-8-bf16-Orin-sm87-trt10.3.0-')
 
 
 def test_key_json_round_trip_and_validation():
@@ -75,8 +77,8 @@ def test_store_and_lookup(tmp_path):
     assert not cache.lookup(key()).hit
     path = cache.store(key(), b'engine-bytes')
     sidecar = json.loads(cache.sidecar_path(path).read_text())
-    assert sidecar['key'] == key().to_json()
-    assert sidecar['engine_bytes'] == len(b'engine-bytes')
+    assert sidecar['key'] == key().to_json() and sidecar['sidecar_version'] == SIDECAR_VERSION
+    assert sidecar['files'][0]['bytes'] == len(b'engine-bytes')
     assert cache.lookup(key()).hit
     assert path.parent == tmp_path / 'engines'
     assert not list(path.parent.glob('*.tmp'))
@@ -85,22 +87,27 @@ def test_store_and_lookup(tmp_path):
 @pytest.mark.parametrize('other,reason', [
     ({'gpu_name': 'RTX 4090', 'compute_capability': (8, 9)}, 'gpu_name: Orin -> RTX 4090'),
     ({'trt_version': '10.7.0'}, 'trt_version: 10.3.0 -> 10.7.0'),
+    ({'graph_dtype': 'bf16'}, 'graph_dtype: fp32 -> bf16'),
 ])
 def test_lookup_rejects_other_setup(tmp_path, other, reason):
     cache = EngineCache(tmp_path)
-    cache.store(key(), b'engine-bytes')
-    found = cache.lookup(key(**other))
+    path = cache.store(key(), b'engine-bytes')
+    found = cache.lookup(key(**other), path)  # e.g. an engine file passed explicitly
     assert not found.hit
-    assert 'built for another setup' in found.reason and reason in found.reason
+    assert 'made for another key' in found.reason and reason in found.reason
 
 
 def test_lookup_detects_corruption(tmp_path):
     cache = EngineCache(tmp_path)
     path = cache.store(key(), b'engine-bytes')
     path.write_bytes(b'engine-byt')  # truncated
-    assert 'corrupt' in cache.lookup(key()).reason
+    assert 'truncated or corrupt' in cache.lookup(key()).reason
     path.write_bytes(b'ENGINE-bytes')  # same size, other content
     assert 'SHA-256' in cache.lookup(key()).reason
+    sidecar = json.loads(cache.sidecar_path(path).read_text())
+    sidecar['sidecar_version'] = 1
+    cache.sidecar_path(path).write_text(json.dumps(sidecar))
+    assert 'version 1' in cache.lookup(key()).reason
     cache.sidecar_path(path).write_text('{not json')
     assert 'unreadable' in cache.lookup(key()).reason
     cache.sidecar_path(path).unlink()
@@ -129,11 +136,14 @@ def test_get_engine_rebuilds_stale_with_log_line(tmp_path, onnx_file, caplog, da
         want = key(trt_version='10.7.0')
     else:
         path.write_bytes(b'garbage')
-    with caplog.at_level(logging.WARNING, logger='sapiens_ros.backends.tensorrt_engine'):
+    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends.tensorrt_engine'):
         rebuilt = get_engine(onnx_file, want, cache=cache, build=build, progress=False)
-    assert rebuilt == path and len(build.calls) == 2
-    assert 'rebuilding the TensorRT engine' in caplog.text
-    assert cache.lookup(want).hit
+    assert len(build.calls) == 2 and cache.lookup(want).hit
+    if damage == 'corrupt':
+        assert rebuilt == path and 'rebuilding the TensorRT engine' in caplog.text
+    else:  # another machine's engine stays; this one gets its own slot
+        assert rebuilt != path and cache.lookup(key()).hit and 'building it' in caplog.text
+        path = rebuilt
     assert EngineKey.from_json(json.loads(cache.sidecar_path(path).read_text())['key']) == want
 
 

@@ -1,30 +1,26 @@
 """
 Cache of TensorRT engines in a user cache dir, with a sidecar JSON recording each key.
 
-An engine is only valid for the weights, task, input size, batch profile and precision it was
-built from, and for the TensorRT version and GPU (name and compute capability) that built it. The
-cache slot (file name) is derived from the model part of the key; the sidecar holds the whole key
-and the engine's SHA-256, so a cached engine from another GPU or TensorRT version, or a corrupt
-file, is detected, logged and rebuilt, never loaded blindly. Pure Python: testable without
-TensorRT.
+An engine is only valid for the weights, task, input size, batch profile, precision and graph
+dtype it was built from, the build recipe, and the TensorRT version and GPU (name and compute
+capability) that built it. The slot (file name) names the GPU and TensorRT version, so machines
+sharing a cache keep their own engines; the sidecar (:mod:`.artifacts`) holds the whole key and
+the file's size, mtime and SHA-256, so a stale or corrupt engine is detected, logged and rebuilt,
+never loaded. Pure Python: testable without TensorRT.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-import hashlib
-import json
 import logging
 import os
 from pathlib import Path
-import tempfile
-import time
 
-from .fingerprint import file_hash
+from .artifacts import (atomic_write, invalidate, key_hash, RECIPE_VERSION, sidecar_of, verify,
+                        write_sidecar)
 
 LOG = logging.getLogger(__name__)
 
-SIDECAR_VERSION = 1
 PRECISIONS = ('fp32', 'bf16', 'fp16')
 
 
@@ -49,6 +45,8 @@ class EngineKey:
     trt_version: str
     gpu_name: str
     compute_capability: tuple[int, int]
+    graph_dtype: str = 'fp32'  # dtype of the ONNX graph the engine was built from
+    recipe: int = RECIPE_VERSION  # how engines are built (flags, precision rules)
 
     def __post_init__(self) -> None:
         """Normalise tuples (JSON gives lists) and validate the precision."""
@@ -60,11 +58,18 @@ class EngineKey:
             raise ValueError(f'precision must be one of {PRECISIONS}, got {self.precision!r}')
 
     def slot(self) -> str:
-        """File stem from the model part of the key (same model, any GPU: same slot)."""
-        model = f'{self.weights_hash}|{self.task}|{self.input_size}|{self.batch}|{self.precision}'
-        digest = hashlib.sha256(model.encode()).hexdigest()[:12]
+        """
+        File stem naming the model, the GPU and the TensorRT version.
+
+        Machines sharing a cache directory (an NFS home, a fleet image) each get their own
+        slot, instead of overwriting each other's engines.
+        """
+        digest = key_hash(self.to_json())
         h, w = self.input_size
-        return f'{self.task}-{h}x{w}-b{"-".join(map(str, self.batch))}-{self.precision}-{digest}'
+        gpu = ''.join(c if c.isalnum() else '_' for c in self.gpu_name).strip('_') or 'gpu'
+        cc = ''.join(map(str, self.compute_capability))
+        return (f'{self.task}-{h}x{w}-b{"-".join(map(str, self.batch))}-{self.precision}-'
+                f'{gpu}-sm{cc}-trt{self.trt_version}-{digest}')
 
     def to_json(self) -> dict:
         """Return the key as JSON-friendly data."""
@@ -107,7 +112,7 @@ class EngineCache:
     @staticmethod
     def sidecar_path(engine: Path) -> Path:
         """Return the sidecar JSON path of an engine file."""
-        return engine.with_suffix('.json')
+        return sidecar_of(engine)
 
     def timing_cache_path(self, trt_version: str, gpu_name: str,
                           compute_capability: tuple[int, int]) -> Path:
@@ -116,65 +121,25 @@ class EngineCache:
         cc = '.'.join(map(str, compute_capability))
         return self.root / 'timing' / f'trt{trt_version}-{gpu}-sm{cc}.cache'
 
-    def lookup(self, key: EngineKey, path: str | Path | None = None,
-               verify_hash: bool = True) -> Lookup:
+    def lookup(self, key: EngineKey, path: str | Path | None = None) -> Lookup:
         """Check the cached engine (or the given ``path``) against ``key`` and its sidecar."""
         engine = Path(path).expanduser() if path else self.engine_path(key)
-        sidecar = self.sidecar_path(engine)
-        if not engine.is_file():
-            return Lookup(engine, False, f'no cached engine at {engine}')
-        if not sidecar.is_file():
-            return Lookup(engine, False, f'{engine.name} has no sidecar {sidecar.name}; its '
-                                         f'provenance is unknown')
-        try:
-            data = json.loads(sidecar.read_text())
-            cached = EngineKey.from_json(data['key'])
-            size, digest = int(data['engine_bytes']), str(data['engine_sha256'])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            return Lookup(engine, False, f'sidecar {sidecar.name} is unreadable ({exc})')
-        diff = key.differences(cached)
-        if diff:
-            return Lookup(engine, False, f'{engine.name} was built for another setup ('
-                                         + '; '.join(diff) + ')')
-        actual = engine.stat().st_size
-        if actual != size:
-            return Lookup(engine, False, f'{engine.name} is corrupt ({actual} bytes, the '
-                                         f'sidecar says {size})')
-        if verify_hash and file_hash(engine) != digest:
-            return Lookup(engine, False, f'{engine.name} is corrupt (SHA-256 differs from the '
-                                         f'sidecar)')
-        return Lookup(engine, True, f'cached engine {engine} matches')
+        reason = verify(engine, key.to_json())
+        return Lookup(engine, reason is None, reason or f'cached engine {engine} matches')
 
     def store(self, key: EngineKey, engine_bytes: bytes, path: str | Path | None = None,
               extra: dict | None = None) -> Path:
-        """Write an engine and its sidecar atomically; return the engine path."""
+        """Write an engine, then its sidecar, each atomically; return the engine path."""
         engine = Path(path).expanduser() if path else self.engine_path(key)
-        engine.parent.mkdir(parents=True, exist_ok=True)
-        data = dict(sidecar_version=SIDECAR_VERSION, key=key.to_json(),
-                    engine_bytes=len(engine_bytes),
-                    engine_sha256=hashlib.sha256(engine_bytes).hexdigest(),
-                    created=time.strftime('%Y-%m-%dT%H:%M:%S%z'), **(extra or {}))
-        _atomic_write(engine, bytes(engine_bytes))
-        _atomic_write(self.sidecar_path(engine), (json.dumps(data, indent=2) + '\n').encode())
+        invalidate(engine)
+        atomic_write(engine, bytes(engine_bytes))
+        write_sidecar(engine, key.to_json(), extra)
         return engine
 
-    def invalidate(self, path: str | Path) -> None:
+    @staticmethod
+    def invalidate(path: str | Path) -> None:
         """Remove an engine and its sidecar (a stale or corrupt entry)."""
-        engine = Path(path)
-        for p in (engine, self.sidecar_path(engine)):
-            p.unlink(missing_ok=True)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same dir, then rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        invalidate(Path(path))
 
 
 def export_command(key_or_task, *, source: str = '<model dir or --size>',

@@ -10,17 +10,18 @@ created on first use in the user cache dir (:func:`~.engine_cache.default_cache_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 import logging
 from pathlib import Path
 
 import torch
 
 from . import BACKENDS
+from .artifacts import entry_lock, RECIPE_VERSION, sidecar_of, staging, verify, write_sidecar
 from .engine_cache import EngineCache, EngineKey, export_command
 from .errors import EngineNotBuiltError
 from .export import dtype_name, export_onnx, onnx_metadata, parse_batch
-from .fingerprint import file_hash, weights_hash
+from .fingerprint import checkpoint_fingerprint, file_hash, weights_hash
 from ..core.errors import UnknownTaskError
 from ..core.loading import load_model, parse_device, resolve_sources
 from ..core.pipeline import Pipeline, PipelineConfig
@@ -41,25 +42,44 @@ def check_backend(backend: str) -> str:
     return name
 
 
-def cached_onnx(task: str, model: torch.nn.Module, *, input_size: tuple[int, int],
-                batch: tuple[int, int, int], dtype: str = 'fp32',
+def onnx_key(task: str, input_size: tuple[int, int], dtype: str, w_hash: str) -> dict:
+    """Everything a cached ONNX graph depends on (the graph's batch dimension is dynamic)."""
+    return {'kind': 'onnx', 'task': task, 'input_size': list(input_size), 'dtype': dtype,
+            'weights': w_hash, 'recipe': RECIPE_VERSION}
+
+
+def cached_onnx(task: str, model: torch.nn.Module | Callable[[], torch.nn.Module], *,
+                input_size: tuple[int, int], batch: tuple[int, int, int], dtype: str = 'fp32',
                 cache_dir: str | Path | None = None, model_id: str = '',
                 w_hash: str | None = None) -> Path:
-    """Return ``model``'s graph in the cache dir, exporting it (with parity check) if needed."""
+    """
+    Return ``model``'s graph from the cache, exporting (and parity-checking) it if needed.
+
+    ``model`` may be a function that loads it: a cache hit then loads nothing (``w_hash``, e.g.
+    :func:`checkpoint_fingerprint`, identifies the weights). A missing, corrupt or stale entry is
+    rebuilt with one log line; a graph that fails its parity check is never cached.
+    """
     cache = EngineCache(cache_dir)
-    w_hash = w_hash or weights_hash(model)
+    if w_hash is None:
+        model = model() if callable(model) and not isinstance(model, torch.nn.Module) else model
+        w_hash = weights_hash(model)
     h, w = input_size
+    key = onnx_key(task, input_size, dtype, w_hash)
     path = cache.root / 'onnx' / f'{task}-{h}x{w}-{dtype}-{w_hash}.onnx'
-    if path.is_file():
-        meta = onnx_metadata(path)
-        want = {'task': task, 'input_size': f'{h}x{w}', 'source_hash': w_hash}
-        if all(meta.get(k) == v for k, v in want.items()):
+    with entry_lock(path):
+        reason = verify(path, key)
+        if reason is None:
             LOG.info('using cached ONNX graph %s', path)
             return path
-        LOG.warning('cached ONNX graph %s does not match (%s); re-exporting', path, meta)
-    result = export_onnx(model, task, path, input_size=input_size, batch=batch, dtype=dtype,
-                         model_id=model_id, extra_metadata={'source_hash': w_hash})
-    return result.path
+        if path.exists() or sidecar_of(path).exists():
+            LOG.warning('cached ONNX graph unusable (%s): exporting it again', reason)
+        if callable(model) and not isinstance(model, torch.nn.Module):
+            model = model()
+        with staging(path) as staged:
+            export_onnx(model, task, staged, input_size=input_size, batch=batch, dtype=dtype,
+                        model_id=model_id, extra_metadata={'source_hash': w_hash})
+        write_sidecar(path, key, {'model_id': model_id})
+    return path
 
 
 def _onnx_hash(onnx_path: Path) -> str:
@@ -102,9 +122,9 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
         from .onnxruntime_runner import OnnxRuntimeRunner
 
         if path is None or path.suffix not in ONNX_SUFFIXES:
-            model = model if model is not None else load_model(task, source, size=size)
-            path = cached_onnx(task, model.float().cpu(), input_size=input_size, batch=batch,
-                               cache_dir=cache_dir, model_id=source or '')
+            path = cached_onnx(task, _fp32_cpu(task, source, size, model), input_size=input_size,
+                               batch=batch, cache_dir=cache_dir, model_id=source or '',
+                               w_hash=checkpoint_fingerprint(source) if model is None else None)
         return OnnxRuntimeRunner(task, path, device=dev, providers=providers,
                                  model_id=source or str(path), cache_dir=cache_dir)
     return _tensorrt_runner(task, source, path, model, size=size, dtype=dtype, device=dev,
@@ -129,16 +149,21 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
     gpu, cc = gpu_identity(device.index or 0)
     precision = dtype_name(_dtype(dtype)) if dtype else default_precision(cc)
     cache = EngineCache(cache_dir)
+    strong = parse_version(trt.__version__)[:2] >= STRONG_TYPING_VERSION
+    graph_dtype = precision if strong and precision != 'fp32' else 'fp32'
     if path is not None and path.suffix in ONNX_SUFFIXES:
-        onnx_path, w_hash = path, _onnx_hash(path)
-        input_size = tuple(int(v) for v in onnx_metadata(path).get(
+        onnx_path, w_hash, meta = path, _onnx_hash(path), onnx_metadata(path)
+        input_size = tuple(int(v) for v in meta.get(
             'input_size', f'{input_size[0]}x{input_size[1]}').split('x'))
+        graph_dtype = meta.get('dtype', 'fp32')
     else:
-        if model is None:
-            model = load_model(task, source, size=size)
-        w_hash = weights_hash(model.float())
+        w_hash = checkpoint_fingerprint(source) if model is None else None
+        if w_hash is None:  # no files to fingerprint: hash the weights themselves
+            model = model if model is not None else load_model(task, source, size=size)
+            w_hash = weights_hash(model.float())
         onnx_path = None
-    key = EngineKey(w_hash, task, input_size, batch, precision, trt.__version__, gpu, cc)
+    key = EngineKey(w_hash, task, input_size, batch, precision, trt.__version__, gpu, cc,
+                    graph_dtype=graph_dtype)
     found = cache.lookup(key)
     if found.hit:  # no export needed
         LOG.info('using %s', found.reason)
@@ -150,8 +175,7 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                 f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
                 f'is disabled. Build it with:\n  '
                 + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
-        strong = parse_version(trt.__version__)[:2] >= STRONG_TYPING_VERSION
-        graph_dtype = precision if strong and precision != 'fp32' else 'fp32'
+        model = model if model is not None else load_model(task, source, size=size)
         target = device if graph_dtype != 'fp32' else torch.device('cpu')
         onnx_path = cached_onnx(task, model.to(target), input_size=input_size, batch=batch,
                                 dtype=graph_dtype, cache_dir=cache_dir, model_id=source or '',
@@ -160,6 +184,16 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                         source=source or '<model>', progress=progress)
     return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
                           cuda_graph_batch=graph_batch)
+
+
+def _fp32_cpu(task: str, source: str | None, size: str,
+              model: torch.nn.Module | None) -> Callable[[], torch.nn.Module]:
+    """Return a loader of the fp32 CPU model to export (called only on a cache miss)."""
+    def load() -> torch.nn.Module:
+        loaded = model if model is not None else load_model(task, source, size=size)
+        return loaded.float().cpu()
+
+    return load
 
 
 def _dtype(dtype):

@@ -33,3 +33,53 @@ def file_hash(path: str | Path) -> str:
         for block in iter(lambda: f.read(_CHUNK), b''):
             digest.update(block)
     return digest.hexdigest()
+
+
+def checkpoint_fingerprint(source: str | None) -> str | None:
+    """
+    Fingerprint a checkpoint from its files, without loading the weights (None if unknown).
+
+    A hub snapshot is named by its blobs, which the hub names by content hash: those names are
+    the fingerprint. A local ``save_pretrained`` directory is fingerprinted by each file's name,
+    size, mtime and, for safetensors, header (names, dtypes, shapes, offsets): any rewrite of a
+    file changes it. Microseconds instead of loading and hashing gigabytes on every start.
+    """
+    if not source:
+        return None
+    folder = _checkpoint_folder(source)
+    if folder is None:
+        return None
+    files = sorted(p for p in folder.iterdir()
+                   if p.suffix in ('.safetensors', '.bin', '.json') and p.is_file())
+    if not any(p.suffix in ('.safetensors', '.bin') for p in files):
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        real = path.resolve()
+        stat = real.stat()
+        digest.update(f'{path.name}|{real.name}|{stat.st_size}|'.encode())
+        if not path.is_symlink():  # a hub blob's name is already its content hash
+            digest.update(str(stat.st_mtime_ns).encode())
+            if path.suffix == '.safetensors':
+                digest.update(_safetensors_header(real))
+    return 'f' + digest.hexdigest()[:15]
+
+
+def _checkpoint_folder(source: str) -> Path | None:
+    from ..core.loading import is_local_source
+
+    if is_local_source(source):
+        folder = Path(source).expanduser()
+        return folder if folder.is_dir() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    config = try_to_load_from_cache(source, 'config.json')
+    return Path(config).parent if isinstance(config, str) else None
+
+
+def _safetensors_header(path: Path) -> bytes:
+    with open(path, 'rb') as f:
+        size = int.from_bytes(f.read(8), 'little')
+        return f.read(min(size, 100 << 20))

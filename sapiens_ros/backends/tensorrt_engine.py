@@ -27,6 +27,7 @@ import re
 import sys
 import time
 
+from .artifacts import atomic_write, entry_lock
 from .engine_cache import EngineCache, EngineKey, export_command, PRECISIONS
 from .errors import BackendUnavailableError, EngineError, EngineNotBuiltError
 
@@ -364,11 +365,10 @@ def _load_timing_cache(config, path: str | Path | None):
 
 
 def _save_timing_cache(config, path: str | Path) -> None:
-    from .engine_cache import _atomic_write
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, bytes(config.get_timing_cache().serialize()))
+    atomic_write(path, bytes(config.get_timing_cache().serialize()))
 
 
 def get_engine(onnx_path: str | Path, key: EngineKey, *, cache: EngineCache | None = None,
@@ -383,6 +383,13 @@ def get_engine(onnx_path: str | Path, key: EngineKey, *, cache: EngineCache | No
     the cache logic is testable without TensorRT.
     """
     cache = cache or EngineCache()
+    target = Path(engine_path).expanduser() if engine_path else cache.engine_path(key)
+    with entry_lock(target):  # N processes starting together build once
+        return _get_engine(onnx_path, key, cache, engine_path, allow_build, source, progress,
+                           build)
+
+
+def _get_engine(onnx_path, key, cache, engine_path, allow_build, source, progress, build) -> Path:
     found = cache.lookup(key, engine_path)
     if found.hit:
         LOG.info('using %s', found.reason)
