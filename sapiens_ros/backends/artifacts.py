@@ -62,7 +62,8 @@ def check_files(folder: Path, records: list[dict]) -> str | None:
             return f'{path.name} is missing'
         stat = path.stat()
         if stat.st_size != rec['bytes']:
-            return f'{path.name} is truncated or corrupt ({stat.st_size} bytes, expected {rec["bytes"]})'
+            return (f'{path.name} is truncated or corrupt ({stat.st_size} bytes, expected '
+                    f'{rec["bytes"]})')
         if stat.st_mtime_ns != rec['mtime_ns'] and file_hash(path) != rec['sha256']:
             return f'{path.name} is corrupt (its SHA-256 differs from the sidecar)'
     return None
