@@ -3,6 +3,8 @@ CUDA-graph capture of a tensor function for fixed input shapes (torch and Tensor
 
 The graph replays the captured kernels on static buffers: the input is copied into the static
 input (one device copy), the outputs are the static output tensors, valid until the next call.
+Every graph of a cache shares one memory pool. :func:`run_in_chunks` is the one chunking loop of
+the runners: it copies each chunk's outputs out before the next chunk replays over them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class CudaGraphCache:
         self.warmup = warmup
         self.max_graphs = max_graphs
         self._graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, torch.Tensor, dict]] = {}
+        self._pool = None  # one memory pool for every captured batch size
 
     def wants(self, x: torch.Tensor) -> bool:
         """Tell whether ``x`` is on CUDA with a batch to capture."""
@@ -59,7 +62,9 @@ class CudaGraphCache:
                 self.fn(static_in)
         torch.cuda.current_stream(x.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        with torch.cuda.graph(graph, pool=self._pool):
             static_out = self.fn(static_in)
         LOG.info('captured a CUDA graph for input %s', tuple(x.shape))
         return graph, static_in, static_out
@@ -68,3 +73,23 @@ class CudaGraphCache:
 def _key(x: torch.Tensor) -> tuple:
     """Cache key of a captured graph: what a replay must match exactly."""
     return tuple(x.shape), x.dtype, x.device
+
+
+def run_in_chunks(fn: TensorFn, x: torch.Tensor, max_batch: int) -> dict[str, torch.Tensor]:
+    """
+    Run ``fn`` on ``x`` in chunks of at most ``max_batch`` and join the outputs.
+
+    Each chunk's outputs are copied into the joined tensors before the next chunk runs: a
+    CUDA-graph replay (or any runner reusing its output buffers) overwrites them in place.
+    """
+    n = x.shape[0]
+    if n <= max_batch:
+        return fn(x)
+    joined: dict[str, torch.Tensor] = {}
+    for start in range(0, n, max_batch):
+        part = fn(x[start:start + max_batch])
+        for name, value in part.items():
+            if name not in joined:
+                joined[name] = value.new_empty((n, *value.shape[1:]))
+            joined[name][start:start + value.shape[0]].copy_(value)
+    return joined

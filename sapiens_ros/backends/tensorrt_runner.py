@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .cuda_graphs import CudaGraphCache
+from .cuda_graphs import CudaGraphCache, run_in_chunks
 from .errors import check_static_size, EngineError
 from .tensorrt_engine import import_tensorrt, require_cuda, trt_logger
 from ..core.runners import OUTPUT_NAMES
@@ -92,12 +92,8 @@ class TensorRTRunner:
         lo, hi = self.batch_range
         if x.shape[0] < lo:
             raise EngineError(f'batch {x.shape[0]} is below the engine profile minimum {lo}')
-        if x.shape[0] > hi:
-            parts = [self(chunk) for chunk in x.split(hi)]
-            return {n: torch.cat([p[n] for p in parts]) for n in self.output_names}
-        if self._graphs is not None:
-            return self._graphs(x)
-        return self._execute(x)
+        fn = self._graphs if self._graphs is not None else self._execute
+        return run_in_chunks(fn, x, hi)
 
     def _execute(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         ctx = self.context
