@@ -158,7 +158,8 @@ def test_choose_providers():
     gpu_ort = ['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']
     cpu, cuda = torch.device('cpu'), torch.device('cuda')
     assert choose_providers(gpu_ort, cpu) == ['CPUExecutionProvider']
-    assert choose_providers(gpu_ort, cuda) == gpu_ort
+    assert choose_providers(gpu_ort, cuda) == gpu_ort[1:]  # ORT's TensorRT EP only on request
+    assert choose_providers(gpu_ort, cuda, ['tensorrt', 'cuda']) == gpu_ort
     assert choose_providers(gpu_ort, cuda, ['cuda']) == ['CUDAExecutionProvider',
                                                          'CPUExecutionProvider']
     assert choose_providers(gpu_ort[1:], cuda) == gpu_ort[1:]  # TensorRT EP not installed
@@ -216,6 +217,17 @@ def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
         np.testing.assert_allclose(b.normal.normals, a.normal.normals, atol=2e-3)
         np.testing.assert_allclose(b.pointmap.xyz, a.pointmap.xyz, atol=1e-3, rtol=1e-3)
         assert b.pointmap.scale_source == a.pointmap.scale_source == 'predicted'
+
+
+def test_tensorrt_provider_gets_cache_profile_and_precision(exported, tmp_path):
+    """Give ORT's TensorRT provider (when asked for) an engine cache and the batch profile."""
+    runner = OnnxRuntimeRunner('seg', exported['seg'], batch=(1, 2, 4), precision='fp16')
+    opts = runner._tensorrt_provider_options(tmp_path)
+    assert opts['trt_engine_cache_path'] == str(tmp_path / 'ort_trt')
+    assert opts['trt_engine_cache_enable'] == 'True' and opts['trt_fp16_enable'] == 'True'
+    h, w = SIZE
+    assert opts['trt_profile_min_shapes'].endswith(f':1x3x{h}x{w}')
+    assert opts['trt_profile_max_shapes'].endswith(f':4x3x{h}x{w}')
 
 
 def test_make_runner_from_onnx_file(exported):

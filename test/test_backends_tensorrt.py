@@ -201,6 +201,9 @@ def test_precision_plan_per_version():
     assert 'STRICT_TYPES' not in plan.builder_flags
     plan = precision_plan('fp32', '10.3.0')
     assert plan.clear_flags == ['TF32'] and not plan.builder_flags
+    for version in ('10.12.0', '11.0.0'):  # strongly typed fp32 still clears TF32: exact fp32
+        plan = precision_plan('fp32', version)
+        assert plan.strongly_typed and plan.clear_flags == ['TF32']
     plan = precision_plan('bf16', '10.12.0')  # weak typing deprecated: still builds, warns
     assert plan.builder_flags == ['BF16'] and 'deprecates' in plan.warnings[0]
     plan = precision_plan('bf16', '10.12.0', graph_dtype='bf16')
@@ -215,6 +218,44 @@ def test_precision_plan_per_version():
         precision_plan('bf16', '10.3.0', compute_capability=(7, 2))
     with pytest.raises(BackendUnavailableError, match='TensorRT >= 10.0'):
         precision_plan('fp16', '8.6.2')
+
+
+def test_pin_fp32_pins_float_layers_only():
+    """
+    FP16 pinning touches only float layers, never integer shape arithmetic.
+
+    Fake network: models layer types, names, output dtypes and the precision setters; not
+    TensorRT's graph or builder.
+    """
+    from types import SimpleNamespace
+
+    from sapiens_ros.backends.tensorrt_engine import _pin_fp32
+
+    trt = SimpleNamespace(float32='f32', float16='f16', int32='i32', int64='i64',
+                          LayerType=SimpleNamespace(NORMALIZATION='norm', CONSTANT='const',
+                                                    SHAPE='shape', ELEMENTWISE='elt'))
+
+    class Layer:
+
+        def __init__(self, name, kind, dtypes):
+            self.name, self.type, self.precision, self.set = name, kind, None, {}
+            self._outs = [SimpleNamespace(dtype=d) for d in dtypes]
+            self.num_outputs = len(dtypes)
+
+        def get_output(self, j):
+            return self._outs[j]
+
+        def set_output_type(self, j, dtype):
+            self.set[j] = dtype
+
+    layers = [Layer('node_pow_1', 'elt', ['f16']), Layer('ln', 'norm', ['f16']),
+              Layer('node_rope_pos_2', 'elt', ['i64']),  # integer RoPE positions
+              Layer('node_rope_cos_3', 'const', ['f16']), Layer('node_MatMul_9', 'elt', ['f16'])]
+    network = SimpleNamespace(num_layers=len(layers), get_layer=lambda i: layers[i])
+    names = {'node_pow_1', 'node_rope_pos_2', 'node_rope_cos_3'}
+    assert _pin_fp32(trt, network, names) == 2
+    assert [layer.precision for layer in layers] == ['f32', 'f32', None, None, None]
+    assert layers[0].set == {0: 'f32'} and layers[2].set == {}
 
 
 def test_layer_matches():

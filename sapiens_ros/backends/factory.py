@@ -126,7 +126,8 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
                                batch=batch, cache_dir=cache_dir, model_id=source or '',
                                w_hash=checkpoint_fingerprint(source) if model is None else None)
         return OnnxRuntimeRunner(task, path, device=dev, providers=providers,
-                                 model_id=source or str(path), cache_dir=cache_dir)
+                                 model_id=source or str(path), cache_dir=cache_dir, batch=batch,
+                                 precision=dtype_name(_dtype(dtype)) if dtype else 'fp32')
     return _tensorrt_runner(task, source, path, model, size=size, dtype=dtype, device=dev,
                             input_size=input_size, batch=batch, cuda_graphs=cuda_graphs,
                             cache_dir=cache_dir, allow_build=allow_build, progress=progress)

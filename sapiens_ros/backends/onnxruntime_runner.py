@@ -2,8 +2,11 @@
 ONNX Runtime runner: an exported Sapiens2 graph behind the pipeline's Runner contract.
 
 On CUDA the torch input and output tensors are bound with IOBinding (device pointers, no host
-round trip) and ONNX Runtime runs on torch's current CUDA stream; on CPU plain numpy views are
-used (``torch.from_numpy``, no copy).
+round trip). ONNX Runtime runs on the runner's own CUDA stream (``user_compute_stream``), made to
+wait for torch's current stream before each run, so it reads the pre-processed input only once
+it is written, without a host synchronisation. Outputs whose shape the graph leaves dynamic are
+allocated by ONNX Runtime on the first run only; later runs bind preallocated torch tensors. On
+CPU plain numpy views are used (``torch.from_numpy``, no copy).
 """
 
 from __future__ import annotations
@@ -16,19 +19,24 @@ import numpy as np
 import torch
 
 from .errors import BackendUnavailableError, check_static_size, ExportError
-from .export import onnx_metadata
+from .export import INPUT_NAME, onnx_metadata
 from ..core.loading import parse_device
 from ..core.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
 
-#: Preferred execution providers, fastest first; only installed ones are used.
-DEFAULT_PROVIDERS = ('TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider')
+#: Default execution providers; only installed ones are used. ORT's TensorRT provider builds its
+#: own engines at first use (minutes, per batch shape): ask for it with ``providers`` (it then
+#: gets an engine cache, the batch profile and the precision) or use ``backend=tensorrt``.
+DEFAULT_PROVIDERS = ('CUDAExecutionProvider', 'CPUExecutionProvider')
 _GPU_PROVIDERS = ('TensorrtExecutionProvider', 'CUDAExecutionProvider')
 _SHORT = {'tensorrt': 'TensorrtExecutionProvider', 'trt': 'TensorrtExecutionProvider',
           'cuda': 'CUDAExecutionProvider', 'cpu': 'CPUExecutionProvider'}
 _NP_DTYPES = {'tensor(float)': np.float32, 'tensor(float16)': np.float16}
 _TORCH_DTYPES = {np.float32: torch.float32, np.float16: torch.float16}
+_INPUT_DTYPES = {'tensor(float)': torch.float32, 'tensor(float16)': torch.float16,
+                 'tensor(bfloat16)': torch.bfloat16}
+_NP_OF_TORCH = {torch.float32: np.float32, torch.float16: np.float16}
 
 
 def import_onnxruntime():
@@ -81,7 +89,8 @@ class OnnxRuntimeRunner:
                  providers: Sequence[str] | None = None, model_id: str = '',
                  provider_options: dict[str, dict] | None = None, threads: int = 0,
                  spin: bool = False, cache_dir: str | Path | None = None,
-                 io_binding: bool | None = None) -> None:
+                 io_binding: bool | None = None, batch: tuple[int, int, int] = (1, 1, 8),
+                 precision: str = 'fp32') -> None:
         ort = import_onnxruntime()
         self.task = task
         self.path = Path(onnx_path).expanduser()
@@ -96,6 +105,9 @@ class OnnxRuntimeRunner:
         self.device = parse_device(device)
         self.dtype = torch.float32
         self.providers = choose_providers(ort.get_available_providers(), self.device, providers)
+        self._batch, self._precision = batch, precision
+        on_cuda = self.device.type == 'cuda' and torch.cuda.is_available()
+        self._stream = torch.cuda.Stream(self.device) if on_cuda else None
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
@@ -112,6 +124,7 @@ class OnnxRuntimeRunner:
         self.providers = self.session.get_providers()
         inp = self.session.get_inputs()[0]
         self.input_name = inp.name
+        self._in_dtype = _INPUT_DTYPES.get(inp.type, torch.float32)
         shape = list(inp.shape)
         if len(shape) != 4 or not all(isinstance(v, int) for v in shape[1:]):
             raise ExportError(f'{self.path.name}: expected input (batch, 3, H, W) with static '
@@ -127,8 +140,7 @@ class OnnxRuntimeRunner:
         on_gpu = self.device.type == 'cuda' and self.providers[0] in _GPU_PROVIDERS
         # IOBinding by default where it saves copies (CUDA); on CPU it is optional.
         self.io_binding = on_gpu if io_binding is None else bool(io_binding)
-        # The CUDA provider is handed torch's stream; the TensorRT provider runs on its own.
-        self._foreign_stream = self.providers[0] != 'CUDAExecutionProvider'
+        self._learned_shapes: dict[str, list[int]] = {}  # per-sample shapes of dynamic outputs
         LOG.info('onnxruntime %s: %s on %s (input %dx%d)', task, self.path.name,
                  ','.join(self.providers), *self.input_size)
 
@@ -137,15 +149,31 @@ class OnnxRuntimeRunner:
         opts: dict = {}
         if provider in _GPU_PROVIDERS:
             opts['device_id'] = str(self.device.index or 0)
-        if provider == 'CUDAExecutionProvider' and torch.cuda.is_available():
-            # Run on torch's current stream so pre/post-processing and ORT stay ordered.
-            with torch.cuda.device(self.device):
-                stream = torch.cuda.current_stream().cuda_stream
-            opts.update(has_user_compute_stream='1', user_compute_stream=str(stream))
-        if provider == 'TensorrtExecutionProvider' and cache_dir:
-            opts.update(trt_engine_cache_enable='True', trt_engine_cache_path=str(cache_dir),
-                        trt_timing_cache_enable='True')
+            if self._stream is not None:  # a real stream handle (the legacy default is 0)
+                opts.update(has_user_compute_stream='1',
+                            user_compute_stream=str(self._stream.cuda_stream))
+        if provider == 'TensorrtExecutionProvider':
+            opts.update(self._tensorrt_provider_options(cache_dir))
         opts.update((extra or {}).get(provider, {}))
+        return opts
+
+    def _tensorrt_provider_options(self, cache_dir: str | Path | None) -> dict:
+        """Engine cache, the batch profile and the precision for ORT's TensorRT provider."""
+        from .engine_cache import default_cache_dir
+
+        folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        h, w = (int(v) for v in self.metadata.get('input_size', '0x0').split('x'))
+        name = INPUT_NAME
+        profile = [f'{name}:{b}x3x{h}x{w}' for b in self._batch]
+        opts = {'trt_engine_cache_enable': 'True',
+                'trt_engine_cache_path': str(folder / 'ort_trt'),
+                'trt_timing_cache_enable': 'True',
+                'trt_timing_cache_path': str(folder / 'ort_trt')}
+        if h and w:
+            opts.update(trt_profile_min_shapes=profile[0], trt_profile_opt_shapes=profile[1],
+                        trt_profile_max_shapes=profile[2])
+        if self._precision in ('fp16', 'bf16'):
+            opts['trt_fp16_enable' if self._precision == 'fp16' else 'trt_bf16_enable'] = 'True'
         return opts
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
@@ -158,13 +186,11 @@ class OnnxRuntimeRunner:
         return dims if all(isinstance(d, int) for d in dims) else None
 
     def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Run the graph on ``(B, 3, H, W)`` float32; outputs are float32 on the runner device."""
-        x = pixel_values.detach()
-        if x.dtype != torch.float32:
-            x = x.float()
-        x = x.contiguous()
+        """Run the graph on ``(B, 3, H, W)``; outputs are on the runner device."""
+        x = pixel_values.detach().to(self._in_dtype).contiguous()
         if self.io_binding and x.device.type == self.device.type:
             return self._run_bound(x)
+        _element_type(x.dtype)  # a clear error for a bfloat16 input
         outs = self.session.run(list(self.output_names), {self.input_name: x.cpu().numpy()})
         return {n: torch.from_numpy(o).to(self.device)
                 for n, o in zip(self.output_names, outs, strict=True)}
@@ -173,24 +199,36 @@ class OnnxRuntimeRunner:
         """Bind torch's tensors by pointer with IOBinding: ORT reads and writes them in place."""
         binding = self.session.io_binding()
         kind, index = x.device.type, x.device.index or 0
-        binding.bind_input(self.input_name, kind, index, np.float32, list(x.shape), x.data_ptr())
+        binding.bind_input(self.input_name, kind, index, _element_type(x.dtype), list(x.shape),
+                           x.data_ptr())
         outs: dict[str, torch.Tensor] = {}
         for name, meta_shape, np_dtype in self._out_meta:
             shape = self._shape(meta_shape, x.shape[0])
+            if shape is None and name in self._learned_shapes:
+                shape = [x.shape[0], *self._learned_shapes[name]]
             if shape is None:
-                binding.bind_output(name, kind, index)
+                binding.bind_output(name, kind, index)  # ORT allocates it (first run only)
                 continue
             out = torch.empty(shape, dtype=_TORCH_DTYPES[np_dtype], device=x.device)
             binding.bind_output(name, kind, index, np_dtype, shape, out.data_ptr())
             outs[name] = out
-        if x.device.type == 'cuda' and self._foreign_stream:
-            # Only the CUDA provider runs on torch's stream; order the others after torch's
-            # pre-processing kernels that wrote ``x``.
-            torch.cuda.current_stream(x.device).synchronize()
+        if self._stream is not None and x.device.type == 'cuda':
+            # ORT's stream starts once torch's pre-processing has written ``x`` (device-side
+            # wait); ORT synchronises its stream before run_with_iobinding returns.
+            self._stream.wait_stream(torch.cuda.current_stream(x.device))
         self.session.run_with_iobinding(binding)
-        if len(outs) < len(self.output_names):  # dynamic output dims: ORT allocated them
+        if len(outs) < len(self.output_names):
             values = binding.get_outputs()
             for (name, _, _), value in zip(self._out_meta, values, strict=True):
                 if name not in outs:
+                    self._learned_shapes[name] = list(value.shape())[1:]
                     outs[name] = torch.from_numpy(value.numpy()).to(x.device)
         return outs
+
+
+def _element_type(dtype: torch.dtype):
+    """Return the IOBinding element type (a numpy type) of a torch dtype."""
+    if dtype not in _NP_OF_TORCH:
+        raise ExportError(f'ONNX graph input of dtype {dtype} cannot be bound from Python '
+                          f'(numpy has no bfloat16): export the graph with an fp32 or fp16 input')
+    return _NP_OF_TORCH[dtype]

@@ -130,7 +130,7 @@ def precision_plan(precision: str, trt_version: str, *, graph_dtype: str = 'fp32
         if graph_dtype != 'fp32':
             raise EngineError(f'an fp32 engine needs an fp32 graph, not {graph_dtype}')
         plan.strongly_typed = strong_preferred
-        if not plan.strongly_typed and (flags is None or 'TF32' in flags):
+        if flags is None or 'TF32' in flags:  # strongly typed builds keep TF32 on too
             plan.clear_flags.append('TF32')  # exact fp32 (TF32 matmuls are on by default)
         return plan
     if graph_dtype == precision:
@@ -339,15 +339,17 @@ def build_engine(onnx_path: str | Path, *, precision: str, batch: tuple[int, int
 
 def _pin_fp32(trt, network, node_names: set[str]) -> int:
     count = 0
+    floats = (trt.float32, trt.float16)
     for i in range(network.num_layers):
         layer = network.get_layer(i)
         if layer.type == trt.LayerType.NORMALIZATION or layer_matches(layer.name, node_names):
-            if layer.type in (trt.LayerType.CONSTANT, trt.LayerType.SHAPE):
-                continue
+            outputs = [layer.get_output(j) for j in range(layer.num_outputs)]
+            if layer.type in (trt.LayerType.CONSTANT, trt.LayerType.SHAPE) or \
+                    not outputs or any(t.dtype not in floats for t in outputs):
+                continue  # integer shape arithmetic (RoPE positions, reshapes) stays as it is
             layer.precision = trt.float32
-            for j in range(layer.num_outputs):
-                if layer.get_output(j).dtype in (trt.float32, trt.float16):
-                    layer.set_output_type(j, trt.float32)
+            for j in range(len(outputs)):
+                layer.set_output_type(j, trt.float32)
             count += 1
     return count
 

@@ -1,9 +1,13 @@
 """
 TensorRT runner: a serialized engine behind the pipeline's Runner contract.
 
-Inputs and outputs are torch CUDA tensors whose ``data_ptr`` is given to ``execute_async_v3``
-on torch's current CUDA stream, so the engine runs in order with pre/post-processing, with no
-host round trip and no extra copy. Batches beyond the profile's maximum are run in chunks.
+Inputs and outputs are torch CUDA tensors whose ``data_ptr`` is given to ``execute_async_v3``,
+with no host round trip and no extra copy. Stream policy (shared with the ONNX Runtime runner):
+the engine runs on torch's current stream when that is a real stream, and on the runner's own
+stream, ordered after torch's with a device-side wait, when torch is on the legacy default
+stream (handle 0, on which TensorRT adds host synchronisations). Every call runs under a device
+guard for the runner's GPU. Batches beyond the profile's maximum run in chunks
+(:func:`~.cuda_graphs.run_in_chunks`).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class TensorRTRunner:
                 raise EngineError(f'TensorRT could not load {self.path} (built by another '
                                   f'TensorRT version or GPU, or corrupt); delete it to rebuild')
             self.context = self.engine.create_execution_context()
+            self._stream = torch.cuda.Stream(self.device)  # used when torch is on stream 0
         names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
         inputs = [n for n in names
                   if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
@@ -88,7 +93,10 @@ class TensorRTRunner:
 
     def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
         """Run ``(B, 3, H, W)`` float32 CUDA input; returns float32 outputs by name."""
-        x = pixel_values.to(self.device, self._in_dtype).contiguous()
+        with torch.cuda.device(self.device):
+            return self._run(pixel_values.to(self.device, self._in_dtype).contiguous())
+
+    def _run(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         lo, hi = self.batch_range
         if x.shape[0] < lo:
             raise EngineError(f'batch {x.shape[0]} is below the engine profile minimum {lo}')
@@ -97,15 +105,27 @@ class TensorRTRunner:
 
     def _execute(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         ctx = self.context
-        ctx.set_input_shape(self.input_name, tuple(x.shape))
+        if not ctx.set_input_shape(self.input_name, tuple(x.shape)):
+            raise EngineError(f'{self.path.name} rejected input shape {tuple(x.shape)} '
+                              f'(profile batch {self.batch_range}, input {self.input_size})')
         ctx.set_tensor_address(self.input_name, x.data_ptr())
+        consumer = torch.cuda.current_stream(self.device)
+        stream = consumer if consumer.cuda_stream != 0 else self._stream
+        if stream is not consumer:
+            stream.wait_stream(consumer)  # the input is written on torch's stream
         outs = {}
-        for name in self.output_names:
-            out = torch.empty(tuple(ctx.get_tensor_shape(name)), dtype=self._out_dtypes[name],
-                              device=self.device)
-            ctx.set_tensor_address(name, out.data_ptr())
-            outs[name] = out
-        stream = torch.cuda.current_stream(self.device)
-        if not ctx.execute_async_v3(stream.cuda_stream):
-            raise EngineError(f'TensorRT execution failed for {self.task}')
-        return {n: t if t.dtype == torch.float32 else t.float() for n, t in outs.items()}
+        with torch.cuda.stream(stream):
+            for name in self.output_names:
+                out = torch.empty(tuple(ctx.get_tensor_shape(name)),
+                                  dtype=self._out_dtypes[name], device=self.device)
+                ctx.set_tensor_address(name, out.data_ptr())
+                outs[name] = out
+            if not ctx.execute_async_v3(stream.cuda_stream):
+                raise EngineError(f'TensorRT execution failed for {self.task}')
+            outs = {n: t if t.dtype == torch.float32 else t.float() for n, t in outs.items()}
+        if stream is not consumer:
+            consumer.wait_stream(stream)
+            x.record_stream(stream)
+            for t in outs.values():
+                t.record_stream(consumer)
+        return outs
