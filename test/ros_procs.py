@@ -64,7 +64,7 @@ class Proc:
         return text in self.output
 
     def family(self) -> list:
-        """The process and all its descendants (psutil), e.g. the nodes ros2 launch started."""
+        """Return the process and all its descendants (psutil), e.g. what ros2 launch started."""
         import psutil
 
         try:

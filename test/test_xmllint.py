@@ -1,4 +1,4 @@
-"""ament_xmllint on package.xml and the other XML files (the DDS profile), as `colcon test` does."""
+"""ament_xmllint on package.xml and the other XML files (the DDS profile), as colcon test does."""
 
 import shutil
 
