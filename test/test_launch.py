@@ -84,7 +84,7 @@ def _parameters(graph, node: str, names: list[str]) -> dict:
     """Read parameters back over the node's parameter service."""
     reply = _call(graph, GetParameters, f'{node}/get_parameters', GetParameters.Request(
         names=names))
-    return {n: parameter_value_to_python(v) for n, v in zip(names, reply.values)}
+    return {n: parameter_value_to_python(v) for n, v in zip(names, reply.values, strict=True)}
 
 
 def _environ(pid: int) -> dict:
