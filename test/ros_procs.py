@@ -24,6 +24,13 @@ STOPS = {
 }
 
 
+#: Exec ``argv[1:]`` with SIGINT at its default, as a terminal starts a program. A background job
+#: of a non-interactive shell (e.g. a CI script started with ``&``) inherits SIGINT *ignored*,
+#: and Python and ``ros2 launch`` keep ignoring it: Ctrl-C would then test nothing.
+_TERMINAL = ('import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); '
+             'os.execvp(sys.argv[1], sys.argv[1:])')
+
+
 def ros_env(**extra: str) -> dict:
     """Environment of a child: this session's domain, the checkout importable, unbuffered."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(session_domain_id()), PYTHONUNBUFFERED='1',
@@ -38,7 +45,8 @@ class Proc:
 
     def __init__(self, cmd: list[str], env: dict | None = None) -> None:
         self.cmd = cmd
-        self.popen = subprocess.Popen(cmd, env=env or ros_env(), stdout=subprocess.PIPE,
+        self.popen = subprocess.Popen([sys.executable, '-c', _TERMINAL, *cmd],
+                                      env=env or ros_env(), stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True,
                                       start_new_session=True)
         self.lines: list[str] = []
