@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import threading
 import time
 
@@ -34,7 +35,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help='tiny random models: checks the graph without downloading weights')
     p.add_argument('--duration', type=float, default=0.0, help='seconds to run (0: until ^C)')
     p.add_argument('--output-dir', default='sapiens_demo', help='overlay images go here')
-    p.set_defaults(run=run)
+    p.set_defaults(run=run_program)
     return p
 
 
@@ -44,6 +45,26 @@ def _input_size(text: str, random_weights: bool) -> list[int]:
     if text:
         return parse_input_size(text)
     return [256, 192] if random_weights else [1024, 768]
+
+
+def _interrupt(signum, frame) -> None:
+    """SIGTERM handler: stop like Ctrl-C (a non-default rclpy context installs no handlers)."""
+    raise KeyboardInterrupt
+
+
+def run_program(args: argparse.Namespace) -> int:
+    """
+    :func:`run` as the ``sapiens-ros demo`` program: stop signals stay ignored after it.
+
+    Ctrl-C in a terminal reaches the whole process group, and a second one may come while the
+    interpreter exits: it must not turn a clean exit into a death by signal.
+    """
+    from .ros.spin import ignore_stop_signals
+
+    try:
+        return run(args)
+    finally:
+        ignore_stop_signals()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         from .cli import NOISE_BANNER
 
         print(NOISE_BANNER, flush=True)
+    on_main = threading.current_thread() is threading.main_thread()
+    previous_term = signal.signal(signal.SIGTERM, _interrupt) if on_main else None
     context = rclpy.Context()
     rclpy.init(context=context)
     nodes = []
@@ -127,3 +150,5 @@ def run(args: argparse.Namespace) -> int:
         rclpy.try_shutdown(context=context)
         args.abandoned_threads = not stopped  # the CLI then exits without waiting for them
         restore_signals(previous)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)

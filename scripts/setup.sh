@@ -36,7 +36,8 @@ pip install -q --no-deps -e .
 
 # launch, launch_ros, the ros2 CLI, ament_copyright/xmllint and colcon: every ROS install has them,
 # PyPI does not. A sourced ROS provides its own; otherwise the kit beside this repository does.
-tools=../shared/ros-tools/install.sh
+# SAPIENS_ROS_TOOLS points elsewhere when the kit is not beside this checkout.
+tools=${SAPIENS_ROS_TOOLS:-../shared/ros-tools}/install.sh
 if ! "$VENV/bin/python" -c 'import launch_ros, ros2cli, ament_copyright' 2>/dev/null; then
   if [ "$system_ros" = 1 ]; then
     echo "setup: your ROS lacks launch_ros/ros2cli/ament_copyright: apt install ros-$ROS_DISTRO-ros-base ros-$ROS_DISTRO-ament-copyright" >&2

@@ -15,6 +15,7 @@ fi
 ws=$root/build/colcon_ws
 rm -rf "$ws"
 mkdir -p "$ws"
+touch "$ws/AMENT_IGNORE"  # the ament linters (copyright: colcon's generated files) skip it
 colcon() { "$py" -c 'import sys; from colcon_core.command import main; sys.exit(main())' "$@"; }
 export PATH=$root/.venv/bin:$PATH  # ros2, and the venv's python for the installed entry points
 paths=(--paths "$root" --build-base "$ws/build" --install-base "$ws/install")

@@ -430,3 +430,52 @@ def test_onnxruntime_backend(graph, tmp_path):
     diag = _diag(node)
     assert diag['runner.seg'] == 'onnxruntime' and diag['backend'] == 'onnxruntime'
     assert (labels[0].height, labels[0].width) == (160, 160)
+
+
+def test_truncated_checkpoint_fails_configure_loudly(graph, tmp_path, capfd):
+    """A half-copied model.safetensors: configure fails, one log line names the file and fix."""
+    import shutil
+
+    from ros_fixtures import tiny_model_dir
+
+    shutil.copytree(tiny_model_dir() / 'seg', tmp_path / 'seg')
+    weights = tmp_path / 'seg' / 'model.safetensors'
+    with open(weights, 'r+b') as f:
+        f.truncate(weights.stat().st_size // 2)
+    node = graph.perception(tasks='seg', model_dir=str(tmp_path))
+    assert node.pipeline is None
+    state = node._state_machine.current_state[1]
+    assert state == 'unconfigured', state
+    diag = _diag(node)
+    assert diag['_level'] == DiagnosticStatus.ERROR, diag
+    status = node.publish_diagnostics().status[0]
+    assert status.message.startswith('not configured: ') and str(weights) in status.message
+    lines = [line for line in capfd.readouterr().err.splitlines() if 'configure failed' in line]
+    assert len(lines) == 1, lines  # logged once
+    assert str(weights) in lines[0] and 'truncated' in lines[0]
+    assert 'delete it and download or save it again' in lines[0]  # the fix
+
+
+def test_every_frame_failing_is_a_diagnostics_error(graph):
+    """Only undecodable frames arrive: diagnostics go ERROR with the reason, then recover."""
+    node = graph.perception(tasks='seg')
+    labels = graph.collect(Image, 'seg/labels')
+    pub = graph.publisher(Image, 'image')
+    graph.wait_for_subscribers(pub)
+    bad = _image(graph.tester)
+    bad.encoding = 'bgr10_weird'
+    levels = []
+
+    def failing() -> bool:
+        pub.publish(bad)
+        status = node.publish_diagnostics().status[0]
+        levels.append((status.level, status.message))
+        return status.level == DiagnosticStatus.ERROR
+
+    assert graph.wait(failing, 15.0, period=0.3), levels[-3:]
+    assert 'every frame failed' in levels[-1][1] and 'bgr10_weird' in levels[-1][1], levels[-1]
+    assert _pump(graph, pub, lambda: _image(graph.tester), lambda: labels)
+    node.publish_diagnostics()  # a new period: only good frames now
+    assert _pump(graph, pub, lambda: _image(graph.tester),
+                 lambda: node.publish_diagnostics().status[0].level == DiagnosticStatus.OK,
+                 timeout=15.0, period=0.5)

@@ -1,11 +1,24 @@
 """ament_xmllint on package.xml and the other XML files (the DDS profile), as colcon test does."""
 
 import shutil
+import socket
+import subprocess
 
 import pytest
 
 ament_xmllint = pytest.importorskip('ament_xmllint.main',
                                     reason='ament_xmllint comes with ROS (or shared/ros-tools)')
+
+#: Where package.xml's schema (its xml-model processing instruction) is fetched from.
+SCHEMA_HOST = 'download.ros.org'
+
+
+def _online(host: str = SCHEMA_HOST, timeout: float = 3.0) -> bool:
+    try:
+        socket.create_connection((host, 80), timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 @pytest.mark.linter
@@ -13,5 +26,15 @@ ament_xmllint = pytest.importorskip('ament_xmllint.main',
 def test_xmllint():
     if shutil.which('xmllint') is None:
         pytest.skip('the xmllint program is missing (apt install libxml2-utils)')
-    rc = ament_xmllint.main(argv=[])
+    argv = []
+    if not _online():
+        # Offline, ament_xmllint cannot fetch package.xml's schema and reports it invalid. The
+        # other XML files still go through it; package.xml gets xmllint's well-formedness check
+        # and catkin_pkg's format-3 validation (the parser colcon and rosdep use) below.
+        argv = ['--exclude', 'package.xml']
+        subprocess.run(['xmllint', '--noout', 'package.xml'], check=True)
+        from catkin_pkg.package import parse_package
+
+        parse_package('package.xml').validate()
+    rc = ament_xmllint.main(argv=argv)
     assert rc == 0, 'Found errors'

@@ -1,0 +1,209 @@
+"""
+The launch files run for real: ``ros2 launch sapiens_ros ...`` from a colcon install.
+
+``bash scripts/test.sh`` builds that install (colcon, in build/colcon_ws) and runs the suite under
+``colcon test``; a sourced ROS workspace with sapiens_ros works too. Where neither the ``ros2``
+CLI with ``launch_ros`` nor an install of the package exists, these tests skip and say why.
+Nothing is mocked: the nodes load tiny random models (``random_weights:=true``).
+"""
+
+import os
+from pathlib import Path
+import shutil
+import sys
+import threading
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pytest.importorskip('launch_ros', reason='launch_ros has no wheel: run bash scripts/setup.sh '
+                    'beside shared/ros-tools, or source a ROS 2 install')
+pytest.importorskip('ros2launch', reason='the ros2 launch CLI is missing (see shared/ros-tools)')
+
+from lifecycle_msgs.srv import GetState  # noqa: E402, I100
+from rcl_interfaces.srv import GetParameters  # noqa: E402
+from rclpy.parameter import parameter_value_to_python  # noqa: E402
+from ros_graph import qos  # noqa: E402
+from ros_procs import Proc, ROOT, ros_env  # noqa: E402
+from sapiens_ros.ros.launch_support import PROFILE_VAR  # noqa: E402
+from sapiens_ros.ros.messages import image_msg  # noqa: E402
+from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import Header, String  # noqa: E402
+
+PACKAGE = 'sapiens_ros'
+
+
+def _install_prefix() -> Path | None:
+    """Find the install prefix: the ament index, else the workspace of scripts/test.sh."""
+    from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+
+    try:
+        return Path(get_package_prefix(PACKAGE))
+    except (PackageNotFoundError, OSError):  # OSError: AMENT_PREFIX_PATH unset
+        pass
+    prefix = ROOT / 'build' / 'colcon_ws' / 'install' / PACKAGE
+    marker = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages' / PACKAGE
+    return prefix if marker.is_file() else None
+
+
+def _ros2() -> str | None:
+    here = Path(sys.executable).parent / 'ros2'
+    return str(here) if here.is_file() else shutil.which('ros2')
+
+
+PREFIX = _install_prefix()
+ROS2 = _ros2()
+pytestmark = [
+    pytest.mark.skipif(PREFIX is None, reason='no colcon install of sapiens_ros: run '
+                       'bash scripts/test.sh (it builds one) or source your workspace'),
+    pytest.mark.skipif(ROS2 is None, reason='no ros2 CLI (shared/ros-tools or a ROS install)'),
+]
+
+
+def _launch(file: str, *args: str) -> Proc:
+    """Start ``ros2 launch sapiens_ros <file> args`` in its own process group."""
+    env = ros_env(AMENT_PREFIX_PATH=os.pathsep.join(
+        p for p in (str(PREFIX), os.environ.get('AMENT_PREFIX_PATH', '')) if p),
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get('PATH', '')]))
+    env.pop(PROFILE_VAR, None)  # the launch file must set it
+    env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
+    return Proc([ROS2, 'launch', PACKAGE, file, *args], env=env)
+
+
+def _call(graph, srv_type, name: str, request, timeout: float = 20.0):
+    client = graph.tester.create_client(srv_type, name)
+    assert client.wait_for_service(timeout_sec=timeout), f'no service {name}'
+    future = client.call_async(request)
+    assert graph.wait(future.done, timeout), f'{name} did not answer'
+    return future.result()
+
+
+def _parameters(graph, node: str, names: list[str]) -> dict:
+    """Read parameters back over the node's parameter service."""
+    reply = _call(graph, GetParameters, f'{node}/get_parameters', GetParameters.Request(
+        names=names))
+    return {n: parameter_value_to_python(v) for n, v in zip(names, reply.values, strict=True)}
+
+
+def _environ(pid: int) -> dict:
+    raw = Path(f'/proc/{pid}/environ').read_bytes().split(b'\0')
+    return dict(item.decode(errors='replace').split('=', 1) for item in raw if b'=' in item)
+
+
+def _started(proc: Proc) -> list:
+    """Return the processes ``ros2 launch`` started (its descendants)."""
+    return proc.family()[1:]
+
+
+def _assert_clean_stop(proc: Proc, how: str) -> float:
+    rc, seconds, left = proc.stop(how)
+    out = proc.output
+    print(f'ros2 launch stop ({how}): rc {rc} in {seconds:.2f} s')
+    assert rc == 0, f'rc {rc} after {seconds:.1f} s\n{out}'
+    assert seconds < 5.0, f'took {seconds:.1f} s\n{out}'
+    assert 'Traceback' not in out and 'terminate called' not in out, out
+    assert "sending signal 'SIGTERM'" not in out and 'SIGKILL' not in out, out  # no escalation
+    assert 'process has died' not in out, out
+    assert not left, f'still running: {left}'
+    return seconds
+
+
+def test_two_cameras_arguments_dds_profile_and_ctrl_c(graph, tmp_path):
+    params_file = tmp_path / 'robot.yaml'
+    params_file.write_text((ROOT / 'config' / 'perception.yaml').read_text().replace(
+        'max_persons: 8', 'max_persons: 3'))
+    given = {'tasks': 'seg', 'model_size': '0.8b', 'backend': 'torch', 'dtype': 'fp32',
+             'device': 'cpu', 'compressed': False, 'random_weights': True, 'autostart': True,
+             'input_size': [256, 192], 'cpu_threads': 1, 'allow_build': False,
+             'engine_batch': '1:2:4', 'cache_dir': str(tmp_path / 'cache')}
+    args = {k: str(v).lower() if isinstance(v, bool) else v for k, v in given.items()}
+    args['input_size'] = '256x192'
+    proc = _launch('perception.launch.py', 'cameras:=front,rear', f'params_file:={params_file}',
+                   'dds_profile:=true', 'use_rviz:=false',
+                   *(f'{k}:={v}' for k, v in args.items()))
+    stop = threading.Event()
+    try:
+        for ns in ('front', 'rear'):
+            assert proc.wait_for(f'active: listening on /{ns}/image', 90.0), proc.output
+        labels = {ns: graph.collect(Image, f'/{ns}/seg/labels') for ns in ('front', 'rear')}
+        pubs = {ns: graph.publisher(Image, f'/{ns}/image', qos(reliable=True, depth=1))
+                for ns in ('front', 'rear')}
+        photo = bundled_photo()[::4, ::4].copy()
+        sent = {ns: set() for ns in pubs}
+
+        def camera():
+            while not stop.is_set():
+                for ns, pub in pubs.items():
+                    header = Header(frame_id=f'{ns}_optical')
+                    header.stamp = graph.tester.get_clock().now().to_msg()
+                    sent[ns].add((header.stamp.sec, header.stamp.nanosec))
+                    pub.publish(image_msg(header, photo, 'bgr8'))
+                time.sleep(0.1)
+
+        feeder = threading.Thread(target=camera, daemon=True)
+        feeder.start()
+        assert graph.wait(lambda: all(len(box) >= 2 for box in labels.values()), 60.0), \
+            proc.output
+        for ns, box in labels.items():
+            msg = box[0]
+            assert msg.header.frame_id == f'{ns}_optical'
+            assert (msg.header.stamp.sec, msg.header.stamp.nanosec) in sent[ns]
+            assert (msg.height, msg.width) == photo.shape[:2]
+        for ns in ('front', 'rear'):
+            got = _parameters(graph, f'/{ns}/perception_node', [*given, 'max_persons'])
+            assert got == {**given, 'max_persons': 3}, (ns, got)
+        started = _started(proc)
+        assert len(started) == 2, started
+        for child in started:
+            env = _environ(child.pid)
+            assert env.get(PROFILE_VAR, '').endswith('fastdds_shm.xml'), (child.cmdline(), env)
+        _assert_clean_stop(proc, 'ctrl-c')  # a terminal Ctrl-C while frames flow
+    finally:
+        stop.set()
+        proc.kill()
+
+
+def test_autostart_false_single_camera_and_sigint_to_launch(graph, tmp_path):
+    given = {'tasks': 'pose,seg', 'model_size': '1b', 'backend': 'onnxruntime',
+             'dtype': 'bf16', 'device': 'cpu', 'compressed': True, 'random_weights': False,
+             'autostart': False, 'input_size': [512, 384], 'cpu_threads': 2,
+             'allow_build': True, 'engine_batch': '2:2:2', 'cache_dir': str(tmp_path)}
+    args = {k: str(v).lower() if isinstance(v, bool) else v for k, v in given.items()}
+    args['input_size'] = '512x384'
+    proc = _launch('perception.launch.py', 'namespace:=solo', 'camera:=/cams/solo/image_raw',
+                   *(f'{k}:={v}' for k, v in args.items()))
+    try:
+        state = _call(graph, GetState, '/solo/perception_node/get_state', GetState.Request())
+        assert state.current_state.label == 'unconfigured', state
+        assert _parameters(graph, '/solo/perception_node', list(given)) == given
+        time.sleep(1.0)
+        state = _call(graph, GetState, '/solo/perception_node/get_state', GetState.Request())
+        assert state.current_state.label == 'unconfigured', state  # nothing configured it
+        assert 'loading' not in proc.output, proc.output
+        _assert_clean_stop(proc, 'sigint')  # one SIGINT to ros2 launch only
+    finally:
+        proc.kill()
+
+
+def test_demo_launch_profile_everywhere_and_ctrl_c_twice(graph, tmp_path):
+    proc = _launch('demo.launch.py', 'random_weights:=true', 'rate:=5',
+                   f'output_dir:={tmp_path / "demo"}')
+    try:
+        assert proc.wait_for('active: listening on /demo/image', 120.0), proc.output
+        outputs = graph.collect(String, '/demo/seg/label_info', qos(latched=True))
+        assert graph.wait(lambda: outputs, 30.0), proc.output
+        assert proc.wait_for('[monitor', 30.0), proc.output
+        started = _started(proc)
+        names = ' '.join(' '.join(p.cmdline()) for p in started)
+        for exe in ('sample_camera', 'perception_node', 'monitor'):
+            assert exe in names, names
+        for child in started:
+            env = _environ(child.pid)
+            assert env.get(PROFILE_VAR, '').endswith('fastdds_shm.xml'), child.cmdline()
+        time.sleep(2.0)  # frames in flight (1024x768 random models on the CPU)
+        _assert_clean_stop(proc, 'ctrl-c twice')
+        assert 'summary after' in proc.output, proc.output
+    finally:
+        proc.kill()
