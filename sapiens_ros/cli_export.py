@@ -34,9 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src.add_argument('--model-dir', default=None, help='directory with DIR/<task>/ checkpoints')
     src.add_argument('--model', default=None, help='checkpoint directory or hub id of the task')
     src.add_argument('--random-weights', action='store_true',
-                     help='random weights in the real layout of --layout (graph check only)')
-    p.add_argument('--layout', default='0.4b',
-                   help="with --random-weights: model size of the layout, or 'tiny'")
+                     help='tiny random models, as everywhere else (graph check only)')
+    p.add_argument('--layout', default='tiny',
+                   help="with --random-weights: 'tiny' (default) or a real layout, e.g. 0.4b "
+                        "(15 min and ~9 GB RAM on a CPU)")
     p.add_argument('--input-size', default='1024x768', help='model input HxW (static)')
     p.add_argument('--batch', default='1:1:8', help='batch profile min:opt:max')
     p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from .backends.export import export_onnx, parse_batch, parse_input_size, write_report
-    from .backends.fingerprint import weights_hash
+    from .backends.fingerprint import checkpoint_fingerprint, weights_hash
     from .core.loading import parse_device
     from .core.registry import task_spec
 
@@ -83,8 +84,14 @@ def run(args: argparse.Namespace) -> int:
     args.input_size = parse_input_size(args.input_size)
     batch = parse_batch(args.batch)
     device = parse_device(args.device)
+    if args.engine:  # fail before a long export, not after it
+        from .backends.tensorrt_engine import import_tensorrt, require_cuda
+
+        import_tensorrt()
+        require_cuda()
     model, source = _model(args)
-    w_hash = weights_hash(model)  # fp32 checkpoint hash: the engine cache key
+    # The same weights fingerprint the node and `infer` use, so they find this engine.
+    w_hash = checkpoint_fingerprint(source) or weights_hash(model)
     out = Path(args.out).expanduser()
     dtype = args.dtype or 'fp32'
     if out.suffix != '.onnx':
@@ -104,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
               f'{result.parity.summary()}')
     if args.engine:
         return _engine(args, result, w_hash, batch, source, torch)
-    print(f'run it with: sapiens-ros infer --backend onnxruntime --model {args.task}={out} '
-          f'--input-size {args.input_size[0]}x{args.input_size[1]}')
+    print(f'run it with: sapiens-ros infer --tasks {args.task} --backend onnxruntime '
+          f'--model {args.task}={out} --input-size {args.input_size[0]}x{args.input_size[1]}')
     return 0
 
 
@@ -120,11 +127,12 @@ def _engine(args, result, w_hash, batch, source, torch) -> int:
     gpu, cc = gpu_identity(index)
     precision = args.dtype or default_precision(cc)
     key = EngineKey(w_hash, args.task, args.input_size, batch, precision, trt.__version__, gpu,
-                    cc)
+                    cc, graph_dtype=result.exported_dtype)
     path = get_engine(result.path, key, cache=EngineCache(args.cache_dir),
                       engine_path=args.engine_out, source=source,
                       progress=sys.stderr.isatty())
     print(f'TensorRT engine: {path} ({precision}, TensorRT {trt.__version__}, {gpu} sm'
           f'{cc[0]}{cc[1]})')
-    print(f'run it with: sapiens-ros infer --backend tensorrt --model {args.task}={path}')
+    print(f'run it with: sapiens-ros infer --tasks {args.task} --backend tensorrt '
+          f'--model {args.task}={path}')
     return 0

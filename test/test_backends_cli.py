@@ -31,9 +31,10 @@ def parse(argv):
 
 
 def test_export_tiny_pose(tmp_path, capsys):
-    args = parse(['export', '--task', 'pose', '--random-weights', '--layout', 'tiny',
+    args = parse(['export', '--task', 'pose', '--random-weights',  # tiny, as everywhere
                   '--input-size', '256x192', '--batch', '1:1:2', '--dtype', 'fp16',
                   '--out', str(tmp_path)])
+    assert args.layout == 'tiny'
     assert args.run(args) == 0
     onnx = tmp_path / 'pose-256x192-fp16.onnx'
     report = json.loads(onnx.with_suffix('.json').read_text())
@@ -43,11 +44,13 @@ def test_export_tiny_pose(tmp_path, capsys):
     assert [o.name for o in session.get_outputs()] == ['heatmaps']
     assert session.get_inputs()[0].shape == ['batch', 3, 256, 192]
     out = capsys.readouterr().out
-    assert 'parity vs torch' in out and 'sapiens-ros infer --backend onnxruntime' in out
+    assert 'parity vs torch' in out
+    assert 'sapiens-ros infer --tasks pose --backend onnxruntime' in out  # a hint that works
+    assert report['external_data'] is (onnx.with_name(onnx.name + '.data')).exists()
 
 
 def test_export_engine_without_tensorrt(tmp_path, monkeypatch):
-    """The ONNX is written, then --engine fails naming the install command."""
+    """--engine without TensorRT fails at once, naming the install, before any export."""
     import sys
 
     monkeypatch.setitem(sys.modules, 'tensorrt', None)  # as on this machine: not installed
@@ -56,4 +59,4 @@ def test_export_engine_without_tensorrt(tmp_path, monkeypatch):
                   '256x192', '--no-check', '--engine', '--out', str(tmp_path / 'seg.onnx')])
     with pytest.raises(BackendUnavailableError, match='pip install tensorrt'):
         args.run(args)
-    assert (tmp_path / 'seg.onnx').is_file()
+    assert not (tmp_path / 'seg.onnx').exists()

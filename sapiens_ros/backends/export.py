@@ -230,6 +230,7 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
             'producer': 'sapiens_ros', **(extra_metadata or {})}
     program.model.metadata_props.update({f'sapiens_ros.{k}': str(v) for k, v in meta.items()})
     program.save(str(out), external_data=external)
+    external = out.with_name(out.name + '.data').exists()  # what was written, not what was asked
     result = ExportResult(out, task, input_size, batch, names, dtype_name(requested),
                           dtype_name(export_dtype), w_hash, external,
                           time.perf_counter() - started, notes=notes)
@@ -242,6 +243,8 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
         notes.append(msg)
         check = False
     if check:
+        LOG.info('checking %s against torch with ONNX Runtime (batch %d on %s; minutes for a '
+                 'real-size model on a CPU)...', out.name, max(2, batch[1]), first.device)
         result.parity = check_parity(out, wrapper, input_size, batch, seed=seed + 1)
         LOG.info('parity of %s vs torch (batch %d, %s): %s', out.name, result.parity.batch,
                  result.parity.provider, result.parity.summary())
