@@ -68,8 +68,8 @@ def main() -> None:
         mb = sum(f.stat().st_size for f in source.iterdir()) / 2**20
         before = median_ms(lambda: weights_hash(load_model(args.task, str(source))), args.repeats)
         after = median_ms(lambda: checkpoint_fingerprint(str(source)), args.repeats)
-        print(f'| layout | checkpoint MB | load + hash (before) ms | fingerprint (after) ms | '
-              f'before / after |')
+        print('| layout | checkpoint MB | load + hash (before) ms | fingerprint (after) ms | '
+              'before / after |')
         print('|---|---|---|---|---|')
         print(f'| {args.layout} | {mb:.1f} | {before:.1f} | {after:.3f} | {before / after:.0f}x |')
         if tiny:  # a real-size export takes minutes on a CPU: end to end for the tiny one
