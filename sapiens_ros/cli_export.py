@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help='tiny random models, as everywhere else (graph check only)')
     p.add_argument('--layout', default='tiny',
                    help="with --random-weights: 'tiny' (default) or a real layout, e.g. 0.4b "
-                        "(15 min and ~9 GB RAM on a CPU)")
+                        '(15 min and ~9 GB RAM on a CPU)')
     p.add_argument('--input-size', default='1024x768', help='model input HxW (static)')
     p.add_argument('--batch', default='1:1:8', help='batch profile min:opt:max')
     p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
