@@ -81,6 +81,15 @@ def run_program(args: argparse.Namespace) -> int:
         ignore_stop_signals()
 
 
+def _spin(executor, stopping: threading.Event) -> None:
+    """Spin until shutdown; errors of callbacks cut short by the teardown are expected."""
+    try:
+        executor.spin()
+    except Exception:  # noqa: BLE001 - rclpy raises InvalidHandle etc. while tearing down
+        if not stopping.is_set():
+            raise
+
+
 def run(args: argparse.Namespace) -> int:
     """Start the three nodes; return 1 with a hint naming --random-weights if loading fails."""
     import rclpy
@@ -113,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     rclpy.init(context=context)
     nodes = []
     executor = MultiThreadedExecutor(context=context)
+    stopping, spinner = threading.Event(), None
     try:
         overrides = [Parameter('tasks', value=args.tasks),
                      Parameter('model_size', value=args.model_size),
@@ -128,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                                     parameter_overrides=overrides)
         nodes.append(perception)
         executor.add_node(perception)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner = threading.Thread(target=_spin, args=(executor, stopping), daemon=True)
         spinner.start()  # services answer while the models load
         if perception.trigger_configure() != TransitionCallbackReturn.SUCCESS:
             hint = ('' if args.random_weights else
@@ -156,11 +166,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         previous = ignore_stop_signals()  # a second Ctrl-C must not cut the teardown short
+        stopping.set()
         stopped = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in nodes
                       if isinstance(node, PerceptionNode))
         executor.shutdown(timeout_sec=STOP_TIMEOUT_S)
-        for node in reversed(nodes):
-            node.destroy_node()
+        if spinner is not None:
+            spinner.join(STOP_TIMEOUT_S)
+            stopped = stopped and not spinner.is_alive()
+        if stopped:  # never destroy nodes under a callback still running
+            for node in reversed(nodes):
+                node.destroy_node()
         rclpy.try_shutdown(context=context)
         args.abandoned_threads = not stopped  # the CLI then exits without waiting for them
         restore_signals(previous)

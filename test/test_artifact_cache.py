@@ -65,7 +65,7 @@ def _run(runner):
 
 
 @pytest.mark.parametrize('damage', ['truncate', 'flip_weights', 'edit_sidecar', 'no_sidecar'])
-def test_damaged_graph_is_rebuilt_never_loaded(checkpoint, tmp_path, caplog, damage):
+def test_damaged_graph_is_rebuilt_never_loaded(checkpoint, tmp_path, damage):
     cache = tmp_path / 'cache'
     reference = _run(_runner(checkpoint, cache))
     graph = _graph(cache)
@@ -82,12 +82,28 @@ def test_damaged_graph_is_rebuilt_never_loaded(checkpoint, tmp_path, caplog, dam
         sidecar_of(graph).write_text(json.dumps(sidecar))
     else:
         sidecar_of(graph).unlink()
-    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends'):
+    damaged = graph.stat().st_ino
+    lines = _LogLines()
+    logging.getLogger('sapiens_ros.backends').addHandler(lines)
+    try:
         runner = _runner(checkpoint, cache)
-    assert 'cached ONNX graph unusable' in caplog.text
-    assert 'exported seg' in caplog.text
+    finally:
+        logging.getLogger('sapiens_ros.backends').removeHandler(lines)
+    assert graph.stat().st_ino != damaged  # a new file was exported and renamed into place
     assert torch.equal(_run(runner), reference)  # the rebuilt graph, not the damaged one
     assert _graph(cache) == graph and sidecar_of(graph).is_file()
+    assert any('cached ONNX graph unusable' in line for line in lines.lines), lines.lines
+
+
+class _LogLines(logging.Handler):
+    """Collect the messages of one logger's tree (independent of caplog and propagation)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def test_cache_hit_loads_no_weights(checkpoint, tmp_path, monkeypatch, caplog):
