@@ -263,10 +263,13 @@ def test_fast_camera_slow_model_no_backlog(graph):
     rates = [float(kv.value) for m in diags for kv in m.status[0].values
              if kv.key == 'dropped_rate_hz' and 'sapiens' in m.status[0].name]
     assert max(rates) > 5.0  # /diagnostics reported the drops during the burst
-    # Latency stays about one inference period: at most ~2 periods plus transport.
-    # A backlog would grow it to seconds (90 frames queued at ~4 fps).
-    assert latencies and max(latencies[1:] or latencies) < 1500.0
-    assert float(np.median(latencies)) < 800.0
+    # Latency stays about one inference period (at most ~2 periods plus transport), whatever
+    # the machine's load makes that period; a backlog would grow it frame after frame towards
+    # the whole burst (90 frames queued).
+    period_ms = 1e3 * (time.monotonic() - start) / max(processed, 1)
+    assert latencies and max(latencies[1:] or latencies) < 2.5 * period_ms + 500.0, \
+        (latencies, period_ms)
+    assert latencies[-1] < latencies[0] + period_ms + 500.0, (latencies, period_ms)
     assert diag['_level'] == DiagnosticStatus.WARN  # p95 over the 100 ms threshold
 
 
