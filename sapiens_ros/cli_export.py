@@ -130,7 +130,7 @@ def _engine(args, result, w_hash, batch, source, torch) -> int:
                     cc, graph_dtype=result.exported_dtype)
     path = get_engine(result.path, key, cache=EngineCache(args.cache_dir),
                       engine_path=args.engine_out, source=source,
-                      progress=sys.stderr.isatty())
+                      progress=sys.stderr.isatty(), device_index=index)
     print(f'TensorRT engine: {path} ({precision}, TensorRT {trt.__version__}, {gpu} sm'
           f'{cc[0]}{cc[1]})')
     print(f'run it with: sapiens-ros infer --tasks {args.task} --backend tensorrt '

@@ -55,8 +55,8 @@ class FakeBuild:
     def __init__(self) -> None:
         self.calls = []
 
-    def __call__(self, onnx_path, *, precision, batch, timing_cache, progress):
-        self.calls.append((str(onnx_path), precision, batch, str(timing_cache)))
+    def __call__(self, onnx_path, *, precision, batch, timing_cache, progress, device_index):
+        self.calls.append((str(onnx_path), precision, batch, str(timing_cache), device_index))
         return f'engine {len(self.calls)} {precision} {batch}'.encode()
 
 
@@ -134,6 +134,9 @@ def test_get_engine_builds_once_then_reuses(tmp_path, onnx_file, caplog):
     again = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
     assert first == again and len(build.calls) == 1
     assert build.calls[0][1:3] == ('bf16', (1, 2, 8))
+    get_engine(onnx_file, key(gpu_name='A100'), cache=cache, build=build, progress=False,
+               device_index=1)
+    assert build.calls[-1][4] == 1  # built on the requested GPU, not the current one
     timing = build.calls[0][3]
     assert timing == str(cache.timing_cache_path('10.3.0', 'Orin', (8, 7)))
     assert 'trt10.3.0-Orin-sm8.7' in timing

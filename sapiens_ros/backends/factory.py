@@ -196,7 +196,8 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                                 dtype=graph_dtype, cache_dir=cache_dir, model_id=source or '',
                                 w_hash=w_hash)
     engine = get_engine(onnx_path, key, cache=cache, allow_build=allow_build,
-                        source=source or '<model>', progress=progress)
+                        source=source or '<model>', progress=progress,
+                        device_index=device.index or 0)
     return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
                           cuda_graph_batch=graph_batch)
 

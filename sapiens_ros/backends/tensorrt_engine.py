@@ -299,9 +299,19 @@ def trt_logger(trt):
 def build_engine(onnx_path: str | Path, *, precision: str, batch: tuple[int, int, int],
                  timing_cache: str | Path | None = None, workspace_gb: float = 0.0,
                  progress: bool = True, device_index: int = 0) -> bytes:
-    """Build a serialized engine from ``onnx_path`` (needs TensorRT and a GPU)."""
+    """Build a serialized engine from ``onnx_path`` on GPU ``device_index`` (needs TensorRT)."""
+    import torch
+
     trt = import_tensorrt()
     require_cuda()
+    with torch.cuda.device(device_index):  # TensorRT builds on the thread's current device
+        return _build_engine(trt, onnx_path, precision=precision, batch=batch,
+                             timing_cache=timing_cache, workspace_gb=workspace_gb,
+                             progress=progress, device_index=device_index)
+
+
+def _build_engine(trt, onnx_path, *, precision, batch, timing_cache, workspace_gb, progress,
+                  device_index) -> bytes:
     onnx_path = Path(onnx_path)
     _, cc = gpu_identity(device_index)
     names = {n for n in dir(trt.BuilderFlag) if n.isupper()}
@@ -389,7 +399,8 @@ def _save_timing_cache(config, path: str | Path) -> None:
 
 def get_engine(onnx_path: str | Path, key: EngineKey, *, cache: EngineCache | None = None,
                engine_path: str | Path | None = None, allow_build: bool = True,
-               source: str = '<model>', progress: bool = True, build=build_engine) -> Path:
+               source: str = '<model>', progress: bool = True, build=build_engine,
+               device_index: int = 0) -> Path:
     """
     Return a valid engine for ``key``: the cached one, or a fresh build.
 
@@ -402,10 +413,11 @@ def get_engine(onnx_path: str | Path, key: EngineKey, *, cache: EngineCache | No
     target = Path(engine_path).expanduser() if engine_path else cache.engine_path(key)
     with entry_lock(target):  # N processes starting together build once
         return _get_engine(onnx_path, key, cache, engine_path, allow_build, source, progress,
-                           build)
+                           build, device_index)
 
 
-def _get_engine(onnx_path, key, cache, engine_path, allow_build, source, progress, build) -> Path:
+def _get_engine(onnx_path, key, cache, engine_path, allow_build, source, progress, build,
+                device_index) -> Path:
     found = cache.lookup(key, engine_path)
     if found.hit:
         LOG.info('using %s', found.reason)
@@ -424,7 +436,7 @@ def _get_engine(onnx_path, key, cache, engine_path, allow_build, source, progres
                                   f'create it with:\n  {command}')
     timing = cache.timing_cache_path(key.trt_version, key.gpu_name, key.compute_capability)
     data = build(onnx_path, precision=key.precision, batch=key.batch, timing_cache=timing,
-                 progress=progress)
+                 progress=progress, device_index=device_index)
     path = cache.store(key, data, engine_path, extra={'onnx': str(onnx_path)})
     LOG.info('cached the TensorRT engine at %s', path)
     return path
