@@ -256,7 +256,7 @@ def test_fast_camera_slow_model_no_backlog(graph):
     time.sleep(0.5)
     diag = _diag(node)
     processed, dropped = node.stats.processed, node._slot.dropped
-    assert 4 <= processed <= 3.5 / 0.25 + 2, (processed, node.stats.stage_ms)
+    assert 2 <= processed <= 3.5 / 0.25 + 2, (processed, node.stats.stage_ms)  # load-proof
     # Every received frame was processed or replaced by a newer one (none queued up).
     assert dropped >= node.stats.received - processed - 2 and dropped > node.stats.received // 2
     assert int(diag['frames_dropped']) == dropped
