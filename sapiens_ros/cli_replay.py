@@ -52,8 +52,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+#: Exit statuses of ``replay`` besides 0 (all frames processed) and 1 (the input broke).
+EXIT_FRAMES_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``replay``: 0 done, 1 input broke mid-way, 130 interrupted (bag valid either way)."""
+    """
+    Run ``replay``; the bag is valid whatever the exit status.
+
+    0: every frame has outputs; 1: the input broke mid-way; 3: some frames became error
+    records (``/sapiens/errors``); 130: interrupted (SIGINT or SIGTERM): continue with --resume.
+    """
     from .core.pipeline import PipelineConfig
     from .replay.loop import replay, ReplayOptions
     from .replay.source import InputBag
@@ -73,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         namespace=args.namespace, progress=not args.no_progress)
     summary = replay(pipe, options)
     print(summary.text(), file=sys.stderr if summary.interrupted else sys.stdout, flush=True)
+    if summary.interrupted:
+        return EXIT_INTERRUPTED
     if summary.input_error:
         return 1
-    return 130 if summary.interrupted else 0
+    return EXIT_FRAMES_FAILED if summary.failed else 0

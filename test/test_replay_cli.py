@@ -25,7 +25,8 @@ import subprocess
 import sys
 import time
 
-from replay_bags import BASE_NS, camera_bag, frames, STEP_NS
+import pytest
+from replay_bags import BASE_NS, camera_bag, frames, jpeg_msg, STEP_NS, typestore, write_bag
 from sapiens_ros.cli import main
 from sapiens_ros.replay.source import InputBag
 from sapiens_ros.replay.stats import bag_stats
@@ -61,6 +62,18 @@ def test_cli_replay_then_stats(tmp_path, model_dir, astronaut, capsys):
     assert len(scores) == 308 and scores[0]['keypoint'] == 'nose'
 
 
+def test_exit_status_names_failed_frames(tmp_path, model_dir, astronaut, capsys):
+    """A frame that became an error record is not a success: exit status 3, documented."""
+    ts = typestore('jazzy')
+    good = jpeg_msg(ts, frames(astronaut, 1, (96, 128))[0], BASE_NS)
+    broken = jpeg_msg(ts, None, BASE_NS + STEP_NS, data=good.data.tobytes()[:100])
+    topic, kind = '/c/image/compressed', 'sensor_msgs/msg/CompressedImage'
+    src = write_bag(tmp_path / 'in', [(topic, kind, good, BASE_NS),
+                                      (topic, kind, broken, BASE_NS + STEP_NS)])
+    assert main(cli_args(src, tmp_path / 'out', model_dir)) == 3
+    assert 'failed 1' in capsys.readouterr().out
+
+
 def test_cli_bad_input_is_a_clear_error(tmp_path, model_dir, capsys):
     """A missing bag: one error line and exit code 2, no traceback, before loading models."""
     assert main(cli_args(tmp_path / 'missing', tmp_path / 'out', model_dir)) == 2
@@ -69,8 +82,9 @@ def test_cli_bad_input_is_a_clear_error(tmp_path, model_dir, capsys):
     assert not (tmp_path / 'out').exists()
 
 
-def test_ctrl_c_leaves_a_valid_bag_and_resume_finishes(tmp_path, model_dir, astronaut):
-    """SIGINT a real replay process; its bag reads back; --resume completes it, no duplicate."""
+@pytest.mark.parametrize('stop', [signal.SIGINT, signal.SIGTERM])
+def test_stop_signal_leaves_a_valid_bag_and_resume_finishes(tmp_path, model_dir, astronaut, stop):
+    """SIGINT/SIGTERM a real replay; its bag reads back; --resume completes it, no duplicate."""
     count = 24
     src = camera_bag(tmp_path / 'in', frames(astronaut, count, (128, 128)), 'mcap', 'jazzy')
     out = tmp_path / 'out'
@@ -86,7 +100,7 @@ def test_ctrl_c_leaves_a_valid_bag_and_resume_finishes(tmp_path, model_dir, astr
         if line.startswith('replay: ') and not line.startswith('replay: 0/'):
             break
         assert time.monotonic() < deadline, ''.join(lines)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, ''.join(lines) + stderr
     assert 'interrupted' in stderr and 'Traceback' not in stderr

@@ -115,32 +115,42 @@ class Summary:
         return '\n'.join(lines)
 
 
+#: Signals that stop a replay cleanly: Ctrl-C, and what docker, systemd, Kubernetes, Slurm and
+#: ``timeout`` send.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Stop:
-    """SIGINT handling: the first Ctrl-C asks to stop after the batch, the second stops now."""
+    """
+    SIGINT/SIGTERM: the first asks to stop after the batch, the second stops now.
+
+    Either way the output bag is closed and valid, and ``--resume`` continues it.
+    """
 
     def __init__(self) -> None:
         self.requested = threading.Event()
-        self._old = None
+        self._old: dict = {}
 
     def __enter__(self) -> _Stop:
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._old = {sig: signal.signal(sig, self._handle) for sig in _STOP_SIGNALS}
         return self
 
     def _handle(self, signum, frame) -> None:
         if self.requested.is_set():
             raise KeyboardInterrupt
         self.requested.set()
-        log.warning('Ctrl-C: stopping after the current batch (Ctrl-C again to stop now)')
+        log.warning('%s: stopping after the current batch (again to stop now)',
+                    signal.Signals(signum).name)
 
     def finishing(self) -> None:
-        """While the bag is closed, further Ctrl-C only print a note."""
-        if self._old is not None:
-            signal.signal(signal.SIGINT, lambda *a: log.warning('closing the bag, please wait'))
+        """While the bag is closed, further stop signals only print a note."""
+        for sig in self._old:
+            signal.signal(sig, lambda *a: log.warning('closing the bag, please wait'))
 
     def __exit__(self, *exc) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
 
 
 class Replayer:
