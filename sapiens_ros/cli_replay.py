@@ -48,28 +48,51 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--boxes', default='seg', choices=['seg', 'full'], help='pose person boxes')
     p.add_argument('--flip', action='store_true', help='pose flip test')
     p.add_argument('--stride', type=int, default=1, help='pointmap pixel stride')
+    p.add_argument('--outputs', default='', metavar='SUFFIX,...',
+                   help='output topic suffixes to write, e.g. pose/keypoints,seg/labels '
+                        '(default: every output of the tasks)')
     p.add_argument('--no-progress', action='store_true', help='no progress output')
     p.set_defaults(run=run)
 
 
-#: Exit statuses of ``replay`` besides 0 (all frames processed) and 1 (the input broke).
-EXIT_FRAMES_FAILED = 3
-EXIT_INTERRUPTED = 130
+def parse_outputs(text: str, tasks) -> frozenset[str] | None:
+    """``--outputs``: suffixes of ``TASK_OUTPUTS`` that the tasks produce (None: all)."""
+    from .core.errors import SapiensError
+    from .ros.messages import TASK_OUTPUTS
+
+    names = [n.strip().strip('/') for n in text.split(',') if n.strip()]
+    if not names:
+        return None
+    known = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SapiensError(f'unknown --outputs {", ".join(unknown)}; valid: '
+                           f'{", ".join(known)}')
+    missing = [n for n in names if known[n] not in tasks]
+    if missing:
+        raise SapiensError(f'--outputs {", ".join(missing)} need the task(s) '
+                           f'{", ".join(sorted({known[n] for n in missing}))} in --tasks')
+    return frozenset(names)
 
 
 def run(args: argparse.Namespace) -> int:
     """
     Run ``replay``; the bag is valid whatever the exit status.
 
-    0: every frame has outputs; 1: the input broke mid-way; 3: some frames became error
-    records (``/sapiens/errors``); 130: interrupted (SIGINT or SIGTERM): continue with --resume.
+    0: every frame has outputs; 1: the input broke mid-way (its readable frames are kept);
+    2: an input cannot be opened or the arguments are wrong; 3: some frames became error
+    records (``/sapiens/errors``); 4: the output could not be written (disk full); 130:
+    interrupted (SIGINT or SIGTERM). Continue 1, 4 and 130 with --resume.
     """
     from .core.pipeline import PipelineConfig
+    from .core.registry import parse_tasks
     from .replay.loop import replay, ReplayOptions
     from .replay.source import InputBag
+    from .ros.messages import MessageOptions
 
     topics = [t.strip() for t in args.topics.split(',') if t.strip()]
-    with InputBag(args.input) as bag:  # bad input fails here, before the models load
+    outputs = parse_outputs(args.outputs, parse_tasks(args.tasks))
+    with InputBag(args.input, salvage=True) as bag:  # bad input fails here, before models load
         chosen = bag.select(topics)
         logging.getLogger(__name__).info(
             'replaying %s (%s)', ', '.join(c.topic for c in chosen), args.input)
@@ -80,11 +103,9 @@ def run(args: argparse.Namespace) -> int:
         input_bag=args.input, output_bag=args.out, topics=topics or None, batch=args.batch,
         start=args.start, end=args.end, every=args.every, storage=args.storage,
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
-        namespace=args.namespace, progress=not args.no_progress)
+        namespace=args.namespace, progress=not args.no_progress,
+        messages=MessageOptions(outputs=outputs))
     summary = replay(pipe, options)
-    print(summary.text(), file=sys.stderr if summary.interrupted else sys.stdout, flush=True)
-    if summary.interrupted:
-        return EXIT_INTERRUPTED
-    if summary.input_error:
-        return 1
-    return EXIT_FRAMES_FAILED if summary.failed else 0
+    status = summary.exit_status
+    print(summary.text(), file=sys.stdout if status in (0, 3) else sys.stderr, flush=True)
+    return status
