@@ -246,8 +246,10 @@ class Replayer:
                 seen[conn.topic] += 1
                 if (seen[conn.topic] - 1) % self.opt.every:
                     continue
-                if self.partial is not None and self.partial.take(conn.topic, index, time_ns):
+                held = self.partial.held(conn.topic, index, time_ns) if self.partial else None
+                if held is not None:
                     self.summary.already_done += 1
+                    self.summary.already_failed += held == 'failed'
                     continue
                 item = decode_item(bag, index, conn, time_ns, raw, self.opt.max_pixels)
                 self.summary.read += 1

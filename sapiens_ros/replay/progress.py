@@ -65,6 +65,8 @@ class Progress:
 
     def update(self, n: int = 1) -> None:
         """Add ``n`` finished frames."""
+        if n <= 0:
+            return
         self.done += n
         if not self.enabled:
             return

@@ -94,15 +94,19 @@ class PartialRun:
         """Frames the bag holds (complete outputs or an error record)."""
         return sum(self.complete.values()) + len(self.failed)
 
-    def take(self, topic: str, index: int, time_ns: int) -> bool:
-        """Return whether the bag holds this frame; call once per frame, in input order."""
+    def held(self, topic: str, index: int, time_ns: int) -> str | None:
+        """
+        Return 'processed' or 'failed' if the bag holds this frame, else None.
+
+        Call it once per frame, in input order (the ordinal among equal bag times counts).
+        """
         if (topic, index) in self.failed:
-            return True
+            return 'failed'
         key = (topic, time_ns)
         if self._taken[key] < self.complete.get(key, 0):
             self._taken[key] += 1
-            return True
-        return False
+            return 'processed'
+        return None
 
     def take_copy(self, topic: str, time_ns: int) -> bool:
         """Return whether a copied input message (``--copy-inputs``) is already in the bag."""

@@ -36,6 +36,7 @@ class Summary:
     processed: int = 0
     failed: int = 0
     already_done: int = 0  # frames the resumed output held before this run
+    already_failed: int = 0  # of which error records
     interrupted: bool = False
     input_error: str | None = None  # the input broke mid-way (everything before it is kept)
     output_error: str | None = None  # the output could not be written (disk full...)
@@ -50,6 +51,16 @@ class Summary:
     def consistent(self) -> bool:
         """Return whether every frame read is accounted for."""
         return self.read == self.processed + self.failed
+
+    @property
+    def total_processed(self) -> int:
+        """Frames with outputs in the bag, this run and the runs it resumed."""
+        return self.processed + self.already_done - self.already_failed
+
+    @property
+    def total_failed(self) -> int:
+        """Frames with an error record in the bag, this run and the runs it resumed."""
+        return self.failed + self.already_failed
 
     @property
     def status(self) -> str:
