@@ -34,8 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description='Deterministic offline replay: every Image/CompressedImage frame of '
                     "INPUT_BAG goes through the pipeline; the node's topics go to OUTPUT_BAG "
                     '(failed frames get a /sapiens/errors record). With several inputs, a '
-                    'directory of bags or --workers N, --out is a directory: one output bag '
-                    'per input under the same relative name, and a manifest.')
+                    'directory of bags, --workers N or --split-seconds, --out is a directory: '
+                    'one output bag per input under the same relative name, and a manifest.')
     p.add_argument('input', nargs='+', metavar='INPUT',
                    help='rosbag2 bag (sqlite3 or mcap), or a directory of bags')
     p.add_argument('--out', required=True, metavar='OUTPUT_BAG|OUT_DIR',
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from .replay.bags import is_bag
 
     first = Path(args.input[0])
-    if len(args.input) == 1 and args.workers == 1 and \
+    if len(args.input) == 1 and args.workers == 1 and not args.split_seconds and \
             (is_bag(first) or first.is_file() or not first.exists()):
         return run_one(args)
     return run_many(args)

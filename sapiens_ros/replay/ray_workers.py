@@ -27,7 +27,7 @@ Ray is optional: ``pip install 'sapiens_ros[fleet]'``.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 import logging
@@ -54,19 +54,19 @@ def import_ray():
 
 
 class Tally:
-    """Frames written by every worker since the driver last asked (a Ray actor)."""
+    """Frames written per unit since the driver last asked (a Ray actor)."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.counts: Counter = Counter()
 
-    def add(self, n: int) -> None:
-        """Count ``n`` more frames."""
-        self.count += n
+    def add(self, unit: str, n: int) -> None:
+        """Count ``n`` more frames of ``unit``."""
+        self.counts[unit] += n
 
-    def take(self) -> int:
-        """Return the frames counted since the last call."""
-        n, self.count = self.count, 0
-        return n
+    def take(self) -> Counter:
+        """Return the frames counted per unit since the last call."""
+        counts, self.counts = self.counts, Counter()
+        return counts
 
 
 class ReplayWorker:
@@ -86,8 +86,9 @@ class ReplayWorker:
 
     def run(self, options: ReplayOptions):
         """Replay one unit; return its Summary (or the BagError that stopped it)."""
+        unit = options.output_bag
         options = replace(options, stop=self.stop_event,
-                          on_frame=lambda n: self.tally.add.remote(n))
+                          on_frame=lambda n: self.tally.add.remote(unit, n))
         try:
             return Replayer(self.pipe, options).run()
         except BagError as exc:
@@ -131,6 +132,7 @@ class RayExecutor:
             starting[actor.ready.remote()] = actor
         idle: list = []
         running: dict = {}  # run() ref -> (actor, unit)
+        self.counted: Counter = Counter()  # frames reported per unit (output bag)
         stopping = False
         while (pending and not stopping) or running:
             for ref in ray.wait(list(starting), num_returns=len(starting), timeout=0)[0] \
@@ -147,7 +149,7 @@ class RayExecutor:
                 running[actor.run.remote(unit.options(template))] = (actor, unit)
             waiting = list(running) + list(starting)
             ready = ray.wait(waiting, num_returns=1, timeout=0.5)[0] if waiting else []
-            on_frames(ray.get(self.tally.take.remote()))
+            self._count(on_frames)
             if stop.is_set() and not stopping:
                 stopping = True
                 log.warning('stopping: every worker closes its bag after the current batch')
@@ -160,11 +162,19 @@ class RayExecutor:
                 try:
                     result = ray.get(ref)
                 except dead as exc:
+                    self._count(on_frames)
+                    on_frames(-self.counted.pop(unit.output, 0))  # the retry counts them again
                     yield from self._lost(unit, exc, pending, starting, stopping)
                     continue
                 idle.append(actor)
                 yield unit, result
-        on_frames(ray.get(self.tally.take.remote()))
+        self._count(on_frames)
+
+    def _count(self, on_frames: Callable[[int], None]) -> None:
+        """Move the workers' frame counts to the progress bar."""
+        counts = self.ray.get(self.tally.take.remote())
+        self.counted.update(counts)
+        on_frames(sum(counts.values()))
 
     def _lost(self, unit: Unit, exc: Exception, pending: deque, starting: dict,
               stopping: bool) -> Iterator[tuple[Unit, object]]:

@@ -74,8 +74,9 @@ class PartialRun:
                         self.failed.add(key)
                 elif conn.topic not in self.latched:
                     self.copied[(conn.topic, time_ns)] += 1
-        except BagError as exc:  # the damaged tail of a killed run: the prefix counts
-            log.warning('resuming from the readable part of %s: %s', self.path, exc)
+        except BagError as exc:  # the unfinished tail of a killed run: the prefix counts
+            log.warning('resuming from what %s holds up to its last checkpoint (%s)',
+                        self.path, str(exc).split(': ', 1)[-1])
         #: Frames with all outputs, per (input topic, bag time).
         self.complete = {key: min(counts[o] for o in per_input[key[0]])
                          for key, counts in groups.items()}
