@@ -31,6 +31,7 @@ import logging
 from pathlib import Path
 import shutil
 import threading
+import time
 
 from .bags import BagInput, find_bags
 from .loop import Replayer, ReplayOptions
@@ -147,6 +148,7 @@ class LocalExecutor:
 
     def __init__(self, make_pipeline: Callable) -> None:
         self.pipe = make_pipeline()
+        self.ready_at = time.perf_counter()  # when the pipeline was loaded
 
     def run(self, units: Sequence[Unit], template: ReplayOptions, stop: threading.Event,
             on_frames: Callable[[int], None]) -> Iterator[tuple[Unit, object]]:

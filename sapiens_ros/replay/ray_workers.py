@@ -33,6 +33,7 @@ from dataclasses import replace
 import logging
 import os
 import threading
+import time
 
 from .fleet import FleetOptions, Unit, WorkerLost
 from .loop import Replayer, ReplayOptions
@@ -74,8 +75,12 @@ class ReplayWorker:
 
     def __init__(self, make_pipeline: Callable, tally, threads: int) -> None:
         import torch
+        from transformers.utils import logging as hf_logging
 
         torch.set_num_threads(max(1, threads))
+        os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+        hf_logging.disable_progress_bar()  # one line per weight file in the driver's log
+        logging.basicConfig(level=logging.INFO, format='[%(levelname)s] %(name)s: %(message)s')
         self.pipe = make_pipeline()
         self.tally = tally
         self.stop_event = threading.Event()
@@ -115,6 +120,7 @@ class RayExecutor:
                                      num_gpus=opt.gpus_per_worker,
                                      max_concurrency=2)(ReplayWorker)
         self.make_pipeline = make_pipeline
+        self.ready_at: float | None = None  # perf_counter when the last worker was ready
 
     def _new_worker(self):
         threads = max(1, int(self.opt.cpus_per_worker))
@@ -141,6 +147,7 @@ class RayExecutor:
                 try:
                     log.info('replay worker ready (pid %d)', ray.get(ref))
                     idle.append(actor)
+                    self.ready_at = time.perf_counter()
                 except dead as exc:  # died while loading: its load error is in the log
                     raise BagError(f'a replay worker could not start: {exc}') from None
             while idle and pending and not stopping:
