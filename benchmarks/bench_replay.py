@@ -67,7 +67,7 @@ def core_rate(pipe: Pipeline, rgb: list, batch: int, compressed: bool) -> float:
 
 
 def make_pipeline(tasks: tuple, layout: str, model_dir: str, input_size: tuple) -> Pipeline:
-    """The benchmark's pipeline (module level: Ray workers unpickle and call it)."""
+    """Build the benchmark's pipeline (module level: Ray workers unpickle and call it)."""
     config = PipelineConfig(input_size=input_size)
     if layout == 'tiny':
         return load_pipeline(tasks, model_dir=model_dir, config=config)

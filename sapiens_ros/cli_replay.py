@@ -79,7 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
-    """``--outputs``: suffixes of ``TASK_OUTPUTS`` that the tasks produce (None: all)."""
+    """Parse ``--outputs``: suffixes of ``TASK_OUTPUTS`` the tasks produce (None: all)."""
     from .core.errors import SapiensError
     from .ros.messages import TASK_OUTPUTS
 
@@ -109,7 +109,7 @@ def build_pipeline(settings: dict):
 
 
 def replay_options(args: argparse.Namespace, input_bag: str):
-    """The :class:`~sapiens_ros.replay.loop.ReplayOptions` of the flags."""
+    """Return the :class:`~sapiens_ros.replay.loop.ReplayOptions` of the flags."""
     from .core.registry import parse_tasks
     from .replay.loop import ReplayOptions
     from .ros.messages import MessageOptions

@@ -39,7 +39,7 @@ def cli_args(src, out, model_dir, *extra):
 
 
 def read_out(path: Path, storage: str) -> dict[str, list]:
-    """Outputs read back: the independent mcap reader, or rosbags for sqlite3."""
+    """Read the outputs back: the independent mcap reader, or rosbags for sqlite3."""
     return read_mcap(path) if storage == 'mcap' else read_rosbags(path)
 
 

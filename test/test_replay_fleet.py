@@ -34,7 +34,7 @@ SIZES = {'robot1/day1': 10, 'robot1/day2': 11, 'robot2/day1': 12}
 
 
 def archive(root: Path, astronaut, sizes: dict[str, int] = SIZES) -> Path:
-    """A directory of bags in sub-directories, as a fleet's recordings are kept."""
+    """Write a directory of bags in sub-directories, as a fleet's recordings are kept."""
     for name, count in sizes.items():
         camera_bag(root / name, frames(astronaut, count, (96, 96)), 'mcap', 'jazzy')
     return root

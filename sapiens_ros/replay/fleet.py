@@ -68,7 +68,7 @@ class Unit:
     """One replay: a whole bag, or one time range of it."""
 
     bag: str  # the bag's name (its row in the manifest)
-    input: str
+    input: str  # noqa: A003 - the manifest's column name
     output: str
     frames: int = 0  # frames it will read (for the progress total)
     part: int | None = None
@@ -76,7 +76,7 @@ class Unit:
     attempts: int = 0
 
     def options(self, template: ReplayOptions) -> ReplayOptions:
-        """The unit's replay options: a retry always resumes what the last attempt wrote."""
+        """Return how to replay this unit; a retry resumes what the last attempt wrote."""
         options = replace(template, input_bag=self.input, output_bag=self.output,
                           progress=False, resume=template.resume or self.attempts > 1,
                           on_frame=None, stop=None, video=None)

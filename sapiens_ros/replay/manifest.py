@@ -38,7 +38,7 @@ class BagRecord:
     """One bag's row."""
 
     bag: str  # relative name (its output is OUT_DIR/<bag>)
-    input: str
+    input: str  # noqa: A003 - the column name
     output: str
     frames: int = 0  # frames in the output: processed + failed
     processed: int = 0

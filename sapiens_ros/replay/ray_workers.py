@@ -41,8 +41,8 @@ from .source import BagError
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = ("--workers N runs on Ray, which is not installed: pip install 'sapiens_ros[fleet]' "
-                '(or pip install ray); --workers 1 needs no Ray')
+INSTALL_HINT = ('--workers N runs on Ray, which is not installed: '
+                "pip install 'sapiens_ros[fleet]' (or pip install ray); --workers 1 needs no Ray")
 
 
 def import_ray():
@@ -185,7 +185,7 @@ class RayExecutor:
 
     def _lost(self, unit: Unit, exc: Exception, pending: deque, starting: dict,
               stopping: bool) -> Iterator[tuple[Unit, object]]:
-        """A worker died mid-unit: replace it and run the unit again (it resumes)."""
+        """Replace a worker that died mid-unit and run the unit again (it resumes)."""
         log.warning('the worker replaying %s died (%s); %s', unit.output,
                     type(exc).__name__, 'retrying it' if unit.attempts <= self.opt.retries
                     else 'giving up on it')

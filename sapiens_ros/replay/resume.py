@@ -158,7 +158,7 @@ def trash_path(path: str | Path) -> Path:
 
 
 def leftovers(path: str | Path) -> list[Path]:
-    """The output bag and what an interrupted resume of it may have left, that exist."""
+    """Return the output bag and what an interrupted resume of it left, where they exist."""
     return [p for p in (Path(path), temp_path(path), trash_path(path)) if p.exists()]
 
 

@@ -114,7 +114,7 @@ def _map(path: Path) -> memoryview:
 
 @dataclass
 class _Schema:
-    id: int
+    id: int  # noqa: A003 - the mcap field
     name: str
     encoding: str
     data: str
@@ -276,7 +276,8 @@ class ScanBag:
             return Damage(file.name, 0, size, f'sqlite3: {exc}')
         try:
             defs = {}
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = {r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
             if 'message_definitions' in tables:
                 defs = dict(db.execute('SELECT topic_type, encoded_message_definition '
                                        'FROM message_definitions'))

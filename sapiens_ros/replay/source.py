@@ -75,7 +75,7 @@ def storage_files(path: Path) -> list[Path]:
 
 
 def _distro_of(path: Path, default: str = 'humble') -> str:
-    """The ``ros_distro`` of a bag's metadata.yaml (``default`` if it has none)."""
+    """Return the ``ros_distro`` of a bag's metadata.yaml (``default`` if it has none)."""
     try:
         for line in (path / 'metadata.yaml').read_text(errors='replace').splitlines():
             if line.strip().startswith('ros_distro:'):
