@@ -82,8 +82,6 @@ class ReplayOptions:
     on_result: Callable | None = None  # (FrameItem, FrameResult) -> None, in the writer thread
     #: A time range in bag time (ns, [start, stop)); overrides start/end (a split bag's part).
     window_ns: tuple[int | None, int | None] | None = None
-    #: Index of each camera topic's first message in the window (the planner counted them).
-    first_index: dict[str, int] | None = None
     checkpoint_seconds: float = 1.0  # how much work a kill -9 can cost at most
     on_frame: Callable | None = None  # (frames) -> None per written batch, in the writer thread
     stop: threading.Event | None = None  # set from outside to stop like SIGTERM
@@ -136,9 +134,7 @@ class Replayer:
         self.total = -(-total // self.opt.every)
 
     def _first_index(self, bag: InputBag) -> Counter:
-        """Index of each camera topic's first message in the window (counted if not given)."""
-        if self.opt.first_index is not None:
-            return Counter(self.opt.first_index)
+        """Index of each camera topic's first message in the window (its messages before it)."""
         if self.start_ns is None:
             return Counter()
         return count_before(bag, self.connections, self.start_ns)
