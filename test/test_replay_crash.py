@@ -66,6 +66,7 @@ def test_kill9_then_resume_every_frame_once(tmp_path, model_dir, astronaut, stor
         pytest.skip('the replay finished before it could be killed')
     assert proc.returncode == -signal.SIGKILL
     assert not (out / 'metadata.yaml').exists()  # a hard kill: never closed
+    assert main(['stats', str(out)]) == 0  # its checkpointed part can be inspected already
     args = cli_args(src, out, model_dir, '--storage', storage, '--resume', '--no-progress')
     resumed = start_cli(args)
     stdout, stderr = resumed.communicate(timeout=300)
