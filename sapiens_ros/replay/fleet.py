@@ -108,6 +108,7 @@ def plan(bags: Sequence[BagInput], opt: FleetOptions, manifest: Manifest) -> lis
                 len(leftovers(output)) == 1:
             continue  # finished in an earlier run
         record = BagRecord(bag.name, str(bag.path), str(output),
+                           seconds=old.seconds if old else 0.0,
                            attempts=old.attempts if old else 0)
         manifest.rows[bag.name] = record
         try:
@@ -277,7 +278,8 @@ class Fleet:
         record.processed = sum(s.total_processed for s in state.results.values())
         record.failed = sum(s.total_failed for s in state.results.values())
         record.frames = record.processed + record.failed
-        record.seconds = round(sum(s.seconds for s in state.results.values()), 3)
+        record.seconds = round(record.seconds + sum(s.seconds for s in state.results.values()),
+                               3)  # the earlier runs' too
         if len(state.units) > 1 and record.status not in ('interrupted', 'output_failed'):
             try:
                 merge_parts([Path(u.output) for u in state.units], Path(record.output),

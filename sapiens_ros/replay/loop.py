@@ -197,7 +197,6 @@ class Replayer:
                     stop.finishing()
                     self._jobs.put(None)
                     writer.join()
-            self.summary.interrupted |= self._stopping(stop)
         if self._fatal is not None:
             raise self._fatal
         self.summary.seconds = time.monotonic() - t0
@@ -223,7 +222,10 @@ class Replayer:
         last_ns = self.start_ns or bag.start_ns
         try:
             for conn, time_ns, raw in bag.messages(conns, self.start_ns, self.stop_ns):
-                if self._writer_failed.is_set() or self._stopping(stop):
+                if self._writer_failed.is_set():
+                    break
+                if self._stopping(stop):
+                    self.summary.interrupted = True  # frames are left: --resume does them
                     break
                 last_ns = time_ns
                 if not info_written:
