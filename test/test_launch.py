@@ -116,7 +116,9 @@ def _assert_clean_stop(proc: Proc, how: str) -> float:
     out = proc.output
     print(f'ros2 launch stop ({how}): rc {rc} in {seconds:.2f} s')
     assert rc == 0, f'rc {rc} after {seconds:.1f} s\n{out}'
-    assert seconds < 5.0, f'took {seconds:.1f} s\n{out}'
+    # A hang guard only (a loaded 2-core machine stretches every stop): the check below that
+    # launch never escalated to SIGTERM (after its 5 s) proves the nodes stopped on SIGINT.
+    assert seconds < 10.0, f'took {seconds:.1f} s\n{out}'
     assert 'Traceback' not in out and 'terminate called' not in out, out
     assert "sending signal 'SIGTERM'" not in out and 'SIGKILL' not in out, out  # no escalation
     assert 'process has died' not in out, out
