@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import colorsys
+
 import cv2
 import numpy as np
 
@@ -56,13 +58,26 @@ def depth_colors(depth: np.ndarray, mask: np.ndarray | None = None) -> np.ndarra
     return out
 
 
+#: Colour of people without a track id (RGB, 0-1).
+UNTRACKED_COLOR = (0.6, 0.6, 0.6)
+
+
+def id_color(track_id: int) -> tuple[float, float, float]:
+    """A distinct, stable RGB colour (0-1) per track id (golden-ratio hues); grey for -1."""
+    if track_id < 0:
+        return UNTRACKED_COLOR
+    return colorsys.hsv_to_rgb((track_id * 0.618033988749895) % 1.0, 0.85, 1.0)
+
+
 def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
                   boxes: np.ndarray | None = None, threshold: float = 0.3,
-                  radius: int = 2) -> np.ndarray:
+                  radius: int = 2, ids: np.ndarray | None = None) -> np.ndarray:
     """
     Draw persons' skeleton links, keypoints and boxes above ``threshold``; RGB out.
 
-    Vectorised: one polyline call for all links and one dilation for all points.
+    Vectorised: one polyline call for all links and one dilation for all points. With ``ids``
+    (a track id per person, -1 untracked) each tracked person's id is written above it in its
+    :func:`id_color`, and its box takes that colour.
     """
     out = np.ascontiguousarray(image_rgb.copy())
     if keypoints.size == 0:
@@ -82,7 +97,27 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
     mask = cv2.dilate(mask, disk)
     out[mask > 0] = (255, 64, 32)
+    colors = [(255, 255, 0)] * len(keypoints) if ids is None else \
+        [tuple(int(c * 255) for c in id_color(int(i))) for i in ids]
     if boxes is not None:
-        for x1, y1, x2, y2 in np.round(boxes).astype(int):
-            cv2.rectangle(out, (x1, y1), (x2, y2), (255, 255, 0), 2)
+        for (x1, y1, x2, y2), color in zip(np.round(boxes).astype(int), colors, strict=True):
+            cv2.rectangle(out, (x1, y1), (x2, y2), color, 2)
+    if ids is not None:
+        _draw_ids(out, keypoints, scores > threshold, ids, colors)
     return out
+
+
+def _draw_ids(out: np.ndarray, keypoints: np.ndarray, visible: np.ndarray, ids: np.ndarray,
+              colors: list) -> None:
+    """Write each tracked person's id above its highest visible keypoint (one call a person)."""
+    scale = max(out.shape[0] / 600.0, 0.4)
+    for kp, vis, track, color in zip(keypoints, visible, ids, colors, strict=True):
+        if track < 0 or not vis.any():
+            continue
+        x, y = kp[vis][np.argmin(kp[vis][:, 1])]
+        org = (int(np.clip(x, 0, out.shape[1] - 1)), int(np.clip(y - 8 * scale, 12 * scale,
+                                                                  out.shape[0] - 1)))
+        cv2.putText(out, f'#{int(track)}', org, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
+                    int(4 * scale) + 1, cv2.LINE_AA)
+        cv2.putText(out, f'#{int(track)}', org, cv2.FONT_HERSHEY_SIMPLEX, scale, color,
+                    max(int(2 * scale), 1), cv2.LINE_AA)
