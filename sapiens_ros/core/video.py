@@ -54,6 +54,23 @@ def video_fps(path: str | Path, default: float = 30.0) -> float:
     return fps if 0.0 < fps < 1000.0 else default
 
 
+def open_video(path: str | Path) -> tuple[float, Iterator[np.ndarray]]:
+    """
+    The frame rate and BGR frames of a video file, its first frame already decoded.
+
+    Raises :class:`SourceError` when OpenCV cannot open it or it holds no decodable frame.
+    """
+    frames = video_frames(path)
+    first = next(frames, None)  # opens the file (SourceError) and proves a frame decodes
+    if first is None:
+        raise SourceError(f'{str(path)!r} holds no frames OpenCV can decode')
+
+    def chained() -> Iterator[np.ndarray]:
+        yield first
+        yield from frames
+    return video_fps(path), chained()
+
+
 class Mp4Writer:
     """RGB frames into an ``mp4v`` file; the size is fixed by the first frame."""
 
@@ -92,4 +109,4 @@ class Mp4Writer:
         self.close()
 
 
-__all__ = ['Mp4Writer', 'SourceError', 'video_fps', 'video_frames']
+__all__ = ['Mp4Writer', 'SourceError', 'open_video', 'video_fps', 'video_frames']
