@@ -144,7 +144,7 @@ def test_only_requested_outputs(frame):
 
 
 def _two_people(result):
-    """The photo's person and a copy shifted 60 px right: two rows for the tracker."""
+    """Return the photo's person and a copy shifted 60 px right: two rows for the tracker."""
     pose = result.pose
     shift = np.float32([60.0, 0.0])
     two = dataclasses.replace(
@@ -186,8 +186,8 @@ def test_people_ids_markers_and_smoothing_selection(frame):
     assert len(points) == 2 and points[0].color != points[1].color  # one colour per id
     np.testing.assert_allclose(points[0].points[3].x, people.smoothed[0, 3, 0] * 0.001,
                                rtol=1e-5)  # markers smoothed by default
-    raw = M.skeleton_markers(_header(), noisy, M.MessageOptions(score_threshold=-1.0,
-                                                                 smooth_markers=False), people)
+    raw_opts = M.MessageOptions(score_threshold=-1.0, smooth_markers=False)
+    raw = M.skeleton_markers(_header(), noisy, raw_opts, people)
     raw_points = [m for m in raw.markers if m.type == m.POINTS]
     np.testing.assert_allclose(raw_points[0].points[3].x, noisy.pose.keypoints[0, 3, 0] * 0.001,
                                rtol=1e-5)

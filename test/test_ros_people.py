@@ -40,12 +40,12 @@ FX = 150.0  # camera_info focal length (pixels of the 160x160 colour image)
 
 
 def plane_z(u, v):
-    """The synthetic scene: a plane 2 m away at the image centre, tilted 2 mm per pixel row."""
+    """Return the scene's depth: a plane 2 m away at the image centre, tilted 2 mm a row."""
     return 2.0 + 0.002 * (np.asarray(v, np.float64) - (SIZE - 1) / 2.0)
 
 
 def depth_image(header, scale: int = 2, encoding: str = '16UC1') -> Image:
-    """The plane as a depth image at 1/``scale`` of the colour resolution (pixel centres)."""
+    """Return the plane as a depth image at 1/``scale`` of the colour resolution."""
     n = SIZE // scale
     centres = (np.arange(n) + 0.5) * scale - 0.5  # colour pixel of each depth pixel centre
     z = np.broadcast_to(plane_z(0, centres)[:, None], (n, n))
@@ -151,8 +151,8 @@ def test_depth_plane_gives_metric_keypoints_and_pointmap(graph, encoding):
     assert diag['people.depth_scale_variation'] != ''
     # people/poses: one torso per tracked person, on the plane.
     pose = poses[-1].poses[0]
-    assert pose.position.z == pytest.approx(plane_z(0, pose.position.y * FX /
-                                                     pose.position.z + c), abs=0.01)
+    row = pose.position.y * FX / pose.position.z + c
+    assert pose.position.z == pytest.approx(plane_z(0, row), abs=0.01)
 
 
 def test_ids_stable_across_frames(graph):
@@ -241,7 +241,7 @@ def test_time_jump_back_resets_tracks_with_a_log_line(graph, capfd):
 
 
 def write_rgbd_bag(path, frames: int = 4, depth_lag_ns: int = 3_000_000) -> None:
-    """A real rosbag2 (mcap) of an RGB-D camera: colour, the depth plane, camera_info."""
+    """Write a real rosbag2 (mcap) of an RGB-D camera: colour, the depth plane, camera_info."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import get_typestore, Stores
 

@@ -56,9 +56,9 @@ def depth_to_metres(depth: np.ndarray | torch.Tensor, encoding: str,
 def decode_depth(encoding: str, height: int, width: int, step: int, data,
                  is_bigendian: bool = False) -> np.ndarray:
     """
-    The ``(H, W)`` array (uint16 mm or float32 m, native byte order) of a raw depth image.
+    Return the ``(H, W)`` array (uint16 mm or float32 m, native order) of a raw depth image.
 
-    The fields of a ``sensor_msgs/Image``; :class:`FrameError` names a wrong encoding, size,
+    Takes the fields of a ``sensor_msgs/Image``; :class:`FrameError` names a wrong encoding, size,
     step or buffer length.
     """
     if encoding not in DEPTH_ENCODINGS:

@@ -105,7 +105,7 @@ def _to8(values: np.ndarray) -> np.ndarray:
 
 def raw_rows(height: int, width: int, step: int, data, bpp: int, encoding: str) -> np.ndarray:
     """
-    The ``(height, width * bpp)`` uint8 view of a raw image buffer, row padding cut off.
+    Return the ``(height, width * bpp)`` uint8 view of a raw image buffer, padding cut off.
 
     Raises :class:`FrameError` when ``step`` or the buffer length do not fit the size.
     """

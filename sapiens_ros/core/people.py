@@ -168,14 +168,15 @@ def _no_torso(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _nobody(stamp: float, scale: float | None) -> People:
-    """A frame without pose: no rows, only the pointmap scale."""
+    """Return the people of a frame without pose: no rows, only the pointmap scale."""
     empty = np.zeros((0, 0, 2), np.float32)
     return People(stamp, np.zeros(0, np.int64), empty, empty, np.zeros((0, 0), np.float32),
                   None, None, 'none', *_no_torso(0), scale)
 
+
 def with_pointmap_scale(result: FrameResult, scale: float | None) -> FrameResult:
     """
-    ``result`` with its pointmap (and pointmap keypoint XYZ) multiplied by ``scale``.
+    Return ``result`` with its pointmap (and pointmap keypoint XYZ) multiplied by ``scale``.
 
     ``scale`` is :attr:`People.pointmap_scale` (the depth-fitted factor); None or no pointmap
     returns ``result`` itself. The copy's ``pointmap.scale_source`` is ``'depth'``.

@@ -45,7 +45,7 @@ def video_frames(path: str | Path) -> Iterator[np.ndarray]:
 
 
 def video_fps(path: str | Path, default: float = 30.0) -> float:
-    """The frame rate a video file declares, or ``default`` when it declares none."""
+    """Return the frame rate a video file declares, or ``default`` when it declares none."""
     cap = cv2.VideoCapture(str(path))
     try:
         fps = float(cap.get(cv2.CAP_PROP_FPS)) if cap.isOpened() else 0.0
@@ -56,7 +56,7 @@ def video_fps(path: str | Path, default: float = 30.0) -> float:
 
 def open_video(path: str | Path) -> tuple[float, Iterator[np.ndarray]]:
     """
-    The frame rate and BGR frames of a video file, its first frame already decoded.
+    Return the frame rate and BGR frames of a video file, its first frame already decoded.
 
     Raises :class:`SourceError` when OpenCV cannot open it or it holds no decodable frame.
     """

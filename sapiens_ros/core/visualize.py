@@ -63,7 +63,7 @@ UNTRACKED_COLOR = (0.6, 0.6, 0.6)
 
 
 def id_color(track_id: int) -> tuple[float, float, float]:
-    """A distinct, stable RGB colour (0-1) per track id (golden-ratio hues); grey for -1."""
+    """Return a distinct, stable RGB colour (0-1) per track id (golden-ratio hues); -1 grey."""
     if track_id < 0:
         return UNTRACKED_COLOR
     return colorsys.hsv_to_rgb((track_id * 0.618033988749895) % 1.0, 0.85, 1.0)
@@ -115,8 +115,8 @@ def _draw_ids(out: np.ndarray, keypoints: np.ndarray, visible: np.ndarray, ids: 
         if track < 0 or not vis.any():
             continue
         x, y = kp[vis][np.argmin(kp[vis][:, 1])]
-        org = (int(np.clip(x, 0, out.shape[1] - 1)), int(np.clip(y - 8 * scale, 12 * scale,
-                                                                  out.shape[0] - 1)))
+        top = np.clip(y - 8 * scale, 12 * scale, out.shape[0] - 1)
+        org = (int(np.clip(x, 0, out.shape[1] - 1)), int(top))
         cv2.putText(out, f'#{int(track)}', org, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
                     int(4 * scale) + 1, cv2.LINE_AA)
         cv2.putText(out, f'#{int(track)}', org, cv2.FONT_HERSHEY_SIMPLEX, scale, color,

@@ -37,7 +37,7 @@ CORE_LOGGERS = ('sapiens_ros.core.tracking', 'sapiens_ros.core.people')
 
 
 def stamp_seconds(stamp) -> float:
-    """A ``builtin_interfaces/Time`` in seconds."""
+    """Return a ``builtin_interfaces/Time`` in seconds."""
     return int(stamp.sec) + int(stamp.nanosec) * 1e-9
 
 

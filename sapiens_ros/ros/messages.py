@@ -68,7 +68,7 @@ TOPIC_TYPES: dict[str, type] = {
 
 #: Which task produces each output suffix.
 OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
-OUTPUT_TASK.update({s: 'pose' for s in PEOPLE_OUTPUTS})
+OUTPUT_TASK.update(dict.fromkeys(PEOPLE_OUTPUTS, 'pose'))
 
 _BIG = sys.byteorder == 'big'
 _FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): PointField.UINT32,
@@ -276,11 +276,12 @@ def skeleton_markers(header: Header, result: FrameResult, options: MessageOption
 
 
 def people_poses(header: Header, people: People) -> PoseArray:
-    """``people/poses``: each tracked person's torso pose (camera frame, metres), when 3D exists."""
+    """``people/poses``: each tracked person's torso pose (camera frame, metres) with 3D."""
     keep = _posed(people)
     msg = PoseArray(header=header)
-    for (x, y, z), (qx, qy, qz, qw) in zip(people.torso_position[keep].tolist(),
-                                          people.torso_orientation[keep].tolist(), strict=True):
+    rows = zip(people.torso_position[keep].tolist(), people.torso_orientation[keep].tolist(),
+               strict=True)
+    for (x, y, z), (qx, qy, qz, qw) in rows:
         pose = Pose()
         pose.position.x, pose.position.y, pose.position.z = x, y, z
         o = pose.orientation

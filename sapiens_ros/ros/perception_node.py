@@ -398,7 +398,7 @@ class PerceptionNode(LifecycleNode):
             self._pairer.add_depth(msg)
 
     def _on_pair(self, msg, depth: Image) -> None:
-        """A colour frame and its depth image matched: into the newest-frame slot together."""
+        """Put a colour frame and its matched depth image into the newest-frame slot."""
         self._slot.put((msg, time.monotonic(), depth))
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
@@ -625,7 +625,6 @@ class PerceptionNode(LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(msg)
         return msg
-
 
     def _people_diagnostics(self) -> dict:
         """Tracks, resets, the depth-fitted pointmap scale and the colour/depth pairing."""

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from builtin_interfaces.msg import Time
 import cv2
 import numpy as np
-from builtin_interfaces.msg import Time
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
@@ -168,7 +168,7 @@ class SampleCamera(Node):
 
     def _publish_bundle(self, bundle: list) -> None:
         """
-        A bag's messages up to the next colour frame: depth, camera_info, then the frame.
+        Publish a bag's messages up to the next colour frame: depth, camera_info, the frame.
 
         Every message takes the ``frame_id`` parameter; the recorded camera_info (the latest
         one, also when only recorded once) goes out with each frame under its header.
@@ -197,6 +197,7 @@ class SampleCamera(Node):
         pixels = frame.pixels if frame.color_order == 'bgr' and frame.pixels.ndim == 3 else \
             cv2.cvtColor(frame.rgb(), cv2.COLOR_RGB2BGR)
         self._publish_image(colour.header, pixels, with_info=info is None)
+
 
 def main(args: list[str] | None = None) -> None:
     """Entry point of ``ros2 run sapiens_ros sample_camera``."""
