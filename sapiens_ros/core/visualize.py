@@ -75,9 +75,9 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     """
     Draw persons' skeleton links, keypoints and boxes above ``threshold``; RGB out.
 
-    Vectorised: one polyline call for all links and one dilation for all points. With ``ids``
-    (a track id per person, -1 untracked) each tracked person's id is written above it in its
-    :func:`id_color`, and its box takes that colour.
+    Vectorised: one polyline call for all links (one a person with ``ids``) and one dilation for
+    all points. With ``ids`` (a track id per person, -1 untracked) each person's links and box
+    take its :func:`id_color` and tracked people get ``#id`` written at their top.
     """
     out = np.ascontiguousarray(image_rgb.copy())
     if keypoints.size == 0:
@@ -85,11 +85,16 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     links = keypoint_info().skeleton
     height, width = out.shape[:2]
     a, b = links[:, 0], links[:, 1]
-    ok = (scores[:, a] > threshold) & (scores[:, b] > threshold)
-    segs = np.stack([keypoints[:, a], keypoints[:, b]], axis=2)[ok]  # (S, 2, 2)
-    if len(segs):
-        cv2.polylines(out, list(np.round(segs).astype(np.int32)), False, (0, 255, 128), 2,
-                      cv2.LINE_AA)
+    ok = (scores[:, a] > threshold) & (scores[:, b] > threshold)  # (P, L)
+    segs = np.round(np.stack([keypoints[:, a], keypoints[:, b]], axis=2)).astype(np.int32)
+    colors = [(255, 255, 0)] * len(keypoints) if ids is None else \
+        [tuple(int(c * 255) for c in id_color(int(i))) for i in ids]
+    if ids is None and ok.any():
+        cv2.polylines(out, list(segs[ok]), False, (0, 255, 128), 2, cv2.LINE_AA)
+    elif ids is not None:
+        for person_segs, person_ok, color in zip(segs, ok, colors, strict=True):
+            if person_ok.any():
+                cv2.polylines(out, list(person_segs[person_ok]), False, color, 2, cv2.LINE_AA)
     pts = np.round(keypoints[scores > threshold]).astype(np.int64)
     inside = (pts[:, 0] >= 0) & (pts[:, 0] < width) & (pts[:, 1] >= 0) & (pts[:, 1] < height)
     mask = np.zeros((height, width), np.uint8)
@@ -97,27 +102,27 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
     mask = cv2.dilate(mask, disk)
     out[mask > 0] = (255, 64, 32)
-    colors = [(255, 255, 0)] * len(keypoints) if ids is None else \
-        [tuple(int(c * 255) for c in id_color(int(i))) for i in ids]
     if boxes is not None:
         for (x1, y1, x2, y2), color in zip(np.round(boxes).astype(int), colors, strict=True):
             cv2.rectangle(out, (x1, y1), (x2, y2), color, 2)
     if ids is not None:
-        _draw_ids(out, keypoints, scores > threshold, ids, colors)
+        _draw_ids(out, keypoints, scores > threshold, ids, colors, boxes)
     return out
 
 
 def _draw_ids(out: np.ndarray, keypoints: np.ndarray, visible: np.ndarray, ids: np.ndarray,
-              colors: list) -> None:
-    """Write each tracked person's id above its highest visible keypoint (one call a person)."""
-    scale = max(out.shape[0] / 600.0, 0.4)
-    for kp, vis, track, color in zip(keypoints, visible, ids, colors, strict=True):
-        if track < 0 or not vis.any():
+              colors: list, boxes: np.ndarray | None) -> None:
+    """Write each tracked person's ``#id`` at its box's top left, else its highest keypoint."""
+    scale = max(out.shape[0] / 600.0, 0.5)
+    for row, (kp, vis, track, color) in enumerate(zip(keypoints, visible, ids, colors,
+                                                      strict=True)):
+        if track < 0 or (boxes is None and not vis.any()):
             continue
-        x, y = kp[vis][np.argmin(kp[vis][:, 1])]
-        top = np.clip(y - 8 * scale, 12 * scale, out.shape[0] - 1)
-        org = (int(np.clip(x, 0, out.shape[1] - 1)), int(top))
-        cv2.putText(out, f'#{int(track)}', org, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
-                    int(4 * scale) + 1, cv2.LINE_AA)
-        cv2.putText(out, f'#{int(track)}', org, cv2.FONT_HERSHEY_SIMPLEX, scale, color,
+        x, y = boxes[row, :2] if boxes is not None else kp[vis][np.argmin(kp[vis][:, 1])]
+        top = np.clip(y - 6 * scale, 22 * scale, out.shape[0] - 1)
+        org = (int(np.clip(x, 0, out.shape[1] - 40 * scale)), int(top))
+        text = f'#{int(track)}'
+        cv2.putText(out, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
+                    int(4 * scale) + 2, cv2.LINE_AA)
+        cv2.putText(out, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color,
                     max(int(2 * scale), 1), cv2.LINE_AA)

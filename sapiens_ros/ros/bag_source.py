@@ -94,10 +94,12 @@ def bag_topics(path: str | Path, image: str = '', depth: str = '') -> BagTopics:
 
 def bag_bundles(path: str | Path, topics: BagTopics) -> Iterator[list[tuple[str, object]]]:
     """
-    Yield, per colour frame, the messages recorded since the previous one, in bag order.
+    Yield, per colour frame, it and the messages recorded after it until the next one.
 
-    Each bundle is a list of ``(kind, message)`` with kind ``'image'`` (last), ``'depth'`` or
-    ``'camera_info'``; messages are rclpy messages with their recorded headers.
+    Each bundle is a list of ``(kind, message)`` in bag order with exactly one kind ``'image'``
+    (first, except in the first bundle, which also holds what was recorded before the first
+    frame), and ``'depth'`` / ``'camera_info'`` messages: a depth image recorded just after its
+    colour frame is in that frame's bundle. Messages are rclpy messages, recorded headers kept.
     """
     from rosbags.highlevel import AnyReader
 
@@ -108,11 +110,12 @@ def bag_bundles(path: str | Path, topics: BagTopics) -> Iterator[list[tuple[str,
         for conn, _, raw in reader.messages(connections=conns):
             cdr = raw if reader.is2 else reader.typestore.ros1_to_cdr(raw, conn.msgtype)
             kind = kinds[conn.topic]
-            msg_type = CameraInfo if kind == 'camera_info' else _IMAGE_TYPES[conn.msgtype]
-            bundle.append((kind, deserialize_message(bytes(cdr), msg_type)))
-            if kind == 'image':
+            if kind == 'image' and any(k == 'image' for k, _ in bundle):
                 yield bundle
                 bundle = []
-
+            msg_type = CameraInfo if kind == 'camera_info' else _IMAGE_TYPES[conn.msgtype]
+            bundle.append((kind, deserialize_message(bytes(cdr), msg_type)))
+        if any(k == 'image' for k, _ in bundle):
+            yield bundle
 
 __all__ = ['BagTopics', 'bag_bundles', 'bag_topics']

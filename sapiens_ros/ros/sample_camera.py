@@ -17,8 +17,9 @@ A stand-in camera: plays the sample photo, a video file or a bag's images at a f
 
 Publishes ``image`` (sensor_msgs/Image, bgr8) and ``camera_info`` with matching headers, so the
 perception graph can be seen working without hardware. A bag's camera plays with its recorded
-camera_info and, when it has one, its aligned depth image on ``depth`` (an RGB-D camera), with
-the recorded stamps shifted to now (``restamp``) so the colour/depth pairing is the recorded one.
+camera_info and, when it has one, its aligned depth image on ``depth`` (an RGB-D camera); each
+frame's recorded stamps are moved to now (``restamp``), keeping the colour/depth spacing that
+the pairing uses.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class SampleCamera(Node):
         self.fov_deg = declare_float(self, 'fov_deg', 60.0, 'horizontal field of view')
         self.declare_parameter('loop', True)
         self.declare_parameter('reliable', False)
-        self.declare_parameter('restamp', True)  # bag stamps shifted to now, spacing kept
+        self.declare_parameter('restamp', True)  # each bag frame's stamps moved to now
         qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
         self.image_pub = self.create_publisher(Image, 'image', qos)
         self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
@@ -122,14 +123,12 @@ class SampleCamera(Node):
                                 self.get_parameter('depth_topic').value)
         self.depth_pub = self.create_publisher(Image, 'depth', qos) \
             if self.bag is not None and self.bag.depth else None
-        self._offset_ns: int | None = None
         self._last_info: CameraInfo | None = None
         self._frames = self._open()
         self.timer = self.create_timer(1.0 / max(rate, 1e-3), self.tick)
 
     def _open(self):
         source = self.get_parameter('source').value
-        self._offset_ns = None  # a new pass of a bag: its stamps shift to now again
         if not source:
             return iter([bundled_photo()])
         if self.bag is not None:
@@ -168,35 +167,35 @@ class SampleCamera(Node):
 
     def _publish_bundle(self, bundle: list) -> None:
         """
-        Publish a bag's messages up to the next colour frame: depth, camera_info, the frame.
+        Publish one colour frame of a bag with the depth and camera_info recorded beside it.
 
-        Every message takes the ``frame_id`` parameter; the recorded camera_info (the latest
-        one, also when only recorded once) goes out with each frame under its header.
+        With ``restamp`` the bundle's stamps move by one offset that puts the colour frame at
+        now (their spacing, which the depth pairing uses, is kept). Every message takes the
+        ``frame_id`` parameter; the latest recorded camera_info (also one recorded only once)
+        goes out before each frame under the frame's header, then the frame, then its depth.
         """
-        colour = bundle[-1][1]
-        frame_id = self.get_parameter('frame_id').value
+        colour = next(msg for kind, msg in bundle if kind == 'image')
         if self.get_parameter('restamp').value:
-            if self._offset_ns is None:
-                first = colour.header.stamp
-                self._offset_ns = self.get_clock().now().nanoseconds - (
-                    int(first.sec) * 1_000_000_000 + int(first.nanosec))
+            first = colour.header.stamp
+            offset = self.get_clock().now().nanoseconds - (
+                int(first.sec) * 1_000_000_000 + int(first.nanosec))
             for _, msg in bundle:
-                msg.header.stamp = _shifted(msg.header.stamp, self._offset_ns)
-        for kind, msg in bundle[:-1]:
+                msg.header.stamp = _shifted(msg.header.stamp, offset)
+        frame_id = self.get_parameter('frame_id').value
+        for kind, msg in bundle:
             msg.header.frame_id = frame_id
             if kind == 'camera_info':
                 self._last_info = msg
-            elif self.depth_pub is not None:
-                self.depth_pub.publish(msg)
-        colour.header.frame_id = frame_id
-        info = self._last_info
-        if info is not None:
-            info.header = colour.header
-            self.info_pub.publish(info)
+        if self._last_info is not None:
+            self._last_info.header = colour.header
+            self.info_pub.publish(self._last_info)
         frame = decode_message(colour)
         pixels = frame.pixels if frame.color_order == 'bgr' and frame.pixels.ndim == 3 else \
             cv2.cvtColor(frame.rgb(), cv2.COLOR_RGB2BGR)
-        self._publish_image(colour.header, pixels, with_info=info is None)
+        self._publish_image(colour.header, pixels, with_info=self._last_info is None)
+        if self.depth_pub is not None:
+            for msg in (msg for kind, msg in bundle if kind == 'depth'):
+                self.depth_pub.publish(msg)
 
 
 def main(args: list[str] | None = None) -> None:
