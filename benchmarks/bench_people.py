@@ -129,7 +129,7 @@ def tracker_table(repeat: int) -> None:
 
 
 def _frame(rng: np.random.Generator, n: int, i: int, h: int = 480, w: int = 640) -> FrameResult:
-    """A synthetic 640x480 result: ``n`` people walking, a foreground pointmap at 2 m."""
+    """Return a synthetic 640x480 result: ``n`` people walking, a foreground pointmap."""
     c = np.stack([np.linspace(120, 520, n), np.full(n, 240.0)], -1)
     c = c + [i * 2.0, 0]
     boxes = np.concatenate([c - [50, 120], c + [50, 120]], 1).astype(np.float32)

@@ -124,20 +124,15 @@ def keypoints_xyz(depth_m: torch.Tensor, keypoints: np.ndarray | torch.Tensor,
 
 def fit_depth_scale(pred_z: np.ndarray | torch.Tensor, pixels: np.ndarray | torch.Tensor,
                     depth_m: torch.Tensor, image_size: tuple[int, int],
-                    min_points: int = 50, max_points: int = 20000) -> float | None:
+                    min_points: int = 50) -> float | None:
     """
     Robust factor ``s`` with ``s * pred_z`` matching measured depth at image ``pixels (N, 2)``.
 
     The median of the per-point ratios depth / predicted depth over points with both valid (the
-    pointmap's kept foreground points, every k-th of them when there are more than
-    ``max_points``: a median of 20k ratios is as good and 5x cheaper); None when fewer than
-    ``min_points`` such points exist.
+    pointmap's kept foreground points); None when fewer than ``min_points`` such points exist.
     """
-    step = max(1, -(-len(pred_z) // max_points))
-    pred = torch.as_tensor(np.asarray(pred_z[::step], np.float32),
-                           device=depth_m.device).reshape(-1)
-    px = torch.as_tensor(np.asarray(pixels[::step], np.float32),
-                         device=depth_m.device).reshape(-1, 2)
+    pred = torch.as_tensor(np.asarray(pred_z, np.float32), device=depth_m.device).reshape(-1)
+    px = torch.as_tensor(np.asarray(pixels, np.float32), device=depth_m.device).reshape(-1, 2)
     h, w = depth_m.shape
     dpx = _depth_pixels(px, (h, w), image_size)
     inside = (dpx[:, 0] >= 0) & (dpx[:, 0] < w) & (dpx[:, 1] >= 0) & (dpx[:, 1] < h)

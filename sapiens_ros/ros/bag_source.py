@@ -118,4 +118,5 @@ def bag_bundles(path: str | Path, topics: BagTopics) -> Iterator[list[tuple[str,
         if any(k == 'image' for k, _ in bundle):
             yield bundle
 
+
 __all__ = ['BagTopics', 'bag_bundles', 'bag_topics']
