@@ -218,4 +218,9 @@ def _run_video(args: argparse.Namespace, box_source: str, boxes) -> int:
     config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=box_source,
                             flip_test=args.flip, pointmap_stride=args.stride)
     pipe = pipeline_from_args(args, config)
-    return run_video(args, pipe, fps, frames, None if boxes is None else [boxes])
+    status = run_video(args, pipe, fps, frames, None if boxes is None else [boxes])
+    if args.random_weights:
+        from .cli import NOISE_BANNER
+
+        print(NOISE_BANNER)
+    return status

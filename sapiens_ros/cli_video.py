@@ -74,7 +74,8 @@ def run_video(args: argparse.Namespace, pipe, fps: float, frames: Iterator[np.nd
                                       ids=people.ids))
             lines.write(json.dumps(people_record(index, people)) + '\n')
     ms = (time.perf_counter() - start) * 1e3 / max(done + failed, 1)
-    print(f'{path.name}: {done + failed} frames at {fps:g} fps, {len(seen)} people '
+    who = 'person' if len(seen) == 1 else 'people'
+    print(f'{path.name}: {done + failed} frames at {fps:g} fps, {len(seen)} {who} '
           f'(ids {sorted(seen)}), {ms:.0f} ms/frame -> {video.path} and '
           f'{path.stem}.people.jsonl')
     return 1 if failed else 0
