@@ -52,7 +52,7 @@ from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
 from ..ros.messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
-                            TASK_OUTPUTS, TOPIC_TYPES)
+                            task_outputs, TASK_OUTPUTS, TOPIC_TYPES)
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class Replayer:
         if options.batch < 1 or options.every < 1:
             raise BagError('--batch and --every must be >= 1')
         chosen = options.messages.outputs
-        self.suffixes = [s for t in self.tasks for s in TASK_OUTPUTS[t]
+        self.suffixes = [s for s in task_outputs(self.tasks, people=False)
                          if chosen is None or s in chosen]
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
