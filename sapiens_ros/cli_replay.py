@@ -61,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='output topic suffixes to write, e.g. pose/keypoints,seg/labels '
                         '(default: every output of the tasks)')
     p.add_argument('--no-progress', action='store_true', help='no progress output')
+    p.add_argument('--checkpoint-seconds', type=float, default=1.0, metavar='S',
+                   help='make the output durable at most every S seconds: the work a kill -9 '
+                        'or a full disk can cost (0: after every batch)')
     f = p.add_argument_group('many bags (pip install sapiens_ros[fleet] for --workers > 1)')
     f.add_argument('--workers', type=int, default=1,
                    help='Ray workers, each loading the pipeline once (default 1: no Ray)')
@@ -120,6 +123,7 @@ def replay_options(args: argparse.Namespace, input_bag: str):
         start=args.start, end=args.end, every=args.every, storage=args.storage,
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
         namespace=args.namespace, progress=not args.no_progress,
+        checkpoint_seconds=args.checkpoint_seconds,
         messages=MessageOptions(outputs=parse_outputs(args.outputs, parse_tasks(args.tasks))))
 
 

@@ -76,7 +76,7 @@ def test_injected_enospc_gives_a_summary_a_valid_bag_and_resumes(
     src = camera_bag(tmp_path / 'in', frames(astronaut, count, (96, 96)), 'mcap', 'jazzy')
     out = tmp_path / 'out'
     disk_fills_after['bytes'] = 400_000  # a few frames of pose + seg outputs
-    assert main(cli_args(src, out, model_dir, '--no-progress')) == 4
+    assert main(cli_args(src, out, model_dir, '--no-progress', '--checkpoint-seconds', '0')) == 4
     captured = capsys.readouterr()
     assert 'Traceback' not in captured.err
     assert captured.err.count('no space left on the device') >= 1
@@ -121,7 +121,7 @@ def test_tmpfs_full_disk_then_resume(tmp_path, model_dir, astronaut, storage):
     mnt = tmp_path / 'mnt'
     mnt.mkdir()
     args = ' '.join(cli_args(src, mnt / 'out', model_dir, '--no-progress', '--storage',
-                             storage))
+                             storage, '--checkpoint-seconds', '0'))
     cli = f'{sys.executable} -m sapiens_ros.cli {args}'
     script = f"""
     set -u

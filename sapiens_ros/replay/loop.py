@@ -52,7 +52,7 @@ from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
 from ..ros.messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
-                            task_outputs, TASK_OUTPUTS, TOPIC_TYPES)
+                            TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
 
 log = logging.getLogger(__name__)
 

@@ -177,13 +177,14 @@ class OutputBag:
             storage.bio = open(storage.path, 'r+b')  # noqa: SIM115 - the writer closes it
             storage.bio.seek(offset)
             del storage.chunks[chunks:]
-            storage.channel_stats = stats
+            storage.channel_stats = _since(stats, storage.channel_stats)
             storage.message_start_time, storage.message_end_time = start, end
             storage.chunk = type(storage.chunk)(2**63 - 1, 0, BytesIO(), defaultdict(list))
         else:
             storage.conn.rollback()
-        writer.counts, writer.min_timestamp, writer.max_timestamp = counts, lo, hi
-        self.counts = ours
+        writer.counts = _since(counts, writer.counts)
+        writer.min_timestamp, writer.max_timestamp = lo, hi
+        self.counts = _since(ours, self.counts)
         self.reserve.unlink(missing_ok=True)  # its room is for the index and metadata.yaml
         try:
             writer.close()
@@ -204,6 +205,11 @@ class OutputBag:
 #: The file in the bag directory that keeps room for closing the bag on a full disk.
 RESERVE_NAME = '.sapiens_replay_reserve'
 RESERVE_BASE = 256 * 1024
+
+
+def _since(saved: dict, now: dict) -> dict:
+    """Counts as saved; connections added since the checkpoint stay, with nothing written."""
+    return {key: saved.get(key, 0) for key in now}
 
 
 def describe(exc: BaseException) -> str:
