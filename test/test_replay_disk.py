@@ -147,3 +147,22 @@ def test_tmpfs_full_disk_then_resume(tmp_path, model_dir, astronaut, storage):
         (tmp_path / 'second.err').read_text()
     assert_each_frame_once(read_out(Path(tmp_path / 'final'), storage),
                            [BASE_NS + i * STEP_NS for i in range(count)])
+
+
+def test_disk_full_before_the_first_frame_checkpoint(tmp_path, model_dir, astronaut,
+                                                     disk_fills_after):
+    """ENOSPC before any frame was checkpointed: nothing kept, yet a closed, readable bag."""
+    from sapiens_ros.backends.factory import load_pipeline
+    from sapiens_ros.core.pipeline import PipelineConfig
+    from sapiens_ros.replay.loop import replay, ReplayOptions
+
+    pipe = load_pipeline('pose,seg', model_dir=str(model_dir),
+                         config=PipelineConfig(input_size=(256, 192)))
+    src = camera_bag(tmp_path / 'in', frames(astronaut, 8, (96, 96)), 'mcap', 'jazzy')
+    disk_fills_after['bytes'] = 150_000
+    summary = replay(pipe, ReplayOptions(str(src), str(tmp_path / 'out'), progress=False,
+                                         checkpoint_seconds=3600))
+    assert summary.exit_status == 4 and 'no space left' in summary.output_error
+    assert (summary.read, summary.processed) == (0, 0) and summary.not_kept > 0
+    kept = read_mcap(tmp_path / 'out')  # closed, with the connections opened after the start
+    assert not kept.get('/sapiens/seg/labels')
