@@ -133,7 +133,7 @@ def test_outputs_flag_selects_topics(tmp_path, model_dir, astronaut, capsys):
 
 
 def _busy_ray_worker(pid: int, timeout: float = 120.0):
-    """A Ray worker process below ``pid`` that is running a unit (``ray::ReplayWorker.run``)."""
+    """Return a Ray worker process below ``pid`` running a unit (``ray::ReplayWorker.run``)."""
     import time
 
     import psutil

@@ -208,7 +208,7 @@ RESERVE_BASE = 256 * 1024
 
 
 def _since(saved: dict, now: dict) -> dict:
-    """Counts as saved; connections added since the checkpoint stay, with nothing written."""
+    """Return the saved counts, with 0 for connections added since the checkpoint."""
     return {key: saved.get(key, 0) for key in now}
 
 
