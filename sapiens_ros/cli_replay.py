@@ -60,6 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--outputs', default='', metavar='SUFFIX,...',
                    help='output topic suffixes to write, e.g. pose/keypoints,seg/labels '
                         '(default: every output of the tasks)')
+    p.add_argument('--no-tracking', action='store_true',
+                   help='no person tracking (ids -1, nothing smoothed), as tracking:=false')
+    p.add_argument('--smooth-keypoints', action='store_true',
+                   help='pose/keypoints One-Euro filtered (default raw), as the node parameter')
     p.add_argument('--no-progress', action='store_true', help='no progress output')
     p.add_argument('--checkpoint-seconds', type=float, default=1.0, metavar='S',
                    help='make the output durable at most every S seconds: the work a kill -9 '
@@ -82,14 +86,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
-    """Parse ``--outputs``: suffixes of ``TASK_OUTPUTS`` the tasks produce (None: all)."""
+    """Parse ``--outputs``: output suffixes the tasks produce (None: all)."""
     from .core.errors import SapiensError
-    from .ros.messages import TASK_OUTPUTS
+    from .ros.messages import OUTPUT_TASK
 
     names = [n.strip().strip('/') for n in text.split(',') if n.strip()]
     if not names:
         return None
-    known = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
+    known = OUTPUT_TASK
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SapiensError(f'unknown --outputs {", ".join(unknown)}; valid: '
@@ -113,6 +117,7 @@ def build_pipeline(settings: dict):
 
 def replay_options(args: argparse.Namespace, input_bag: str):
     """Return the :class:`~sapiens_ros.replay.loop.ReplayOptions` of the flags."""
+    from .core.people import PeopleConfig
     from .core.registry import parse_tasks
     from .replay.loop import ReplayOptions
     from .ros.messages import MessageOptions
@@ -124,7 +129,9 @@ def replay_options(args: argparse.Namespace, input_bag: str):
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
         namespace=args.namespace, progress=not args.no_progress,
         checkpoint_seconds=args.checkpoint_seconds,
-        messages=MessageOptions(outputs=parse_outputs(args.outputs, parse_tasks(args.tasks))))
+        people=PeopleConfig(tracking=not args.no_tracking),
+        messages=MessageOptions(outputs=parse_outputs(args.outputs, parse_tasks(args.tasks)),
+                                smooth_keypoints=args.smooth_keypoints))
 
 
 def run(args: argparse.Namespace) -> int:

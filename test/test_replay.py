@@ -16,16 +16,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
 import pytest
 from rclpy.serialization import serialize_message
 from replay_bags import BASE_NS, camera_bag, frames, jpeg_msg, STEP_NS, typestore, write_bag
+from sapiens_ros.core.people import PeopleState
 from sapiens_ros.replay.loop import replay, ReplayOptions
 from sapiens_ros.replay.source import BagError, InputBag
-from sapiens_ros.ros.messages import build_messages, MessageOptions, TASK_OUTPUTS
+from sapiens_ros.ros.messages import build_messages, MessageOptions, task_outputs
 import yaml
 
 INPUT_SIZE = (256, 192)
@@ -88,7 +91,7 @@ def same_as_node(stored: list[bytes], msg, suffix: str) -> bool:
 
 
 def expected_topics(tasks, prefix='/sapiens'):
-    return {f'{prefix}/{s}' for t in tasks for s in TASK_OUTPUTS[t]}
+    return {f'{prefix}/{s}' for s in task_outputs(tasks)}
 
 
 def test_mcap_jazzy_outputs_equal_node_messages(tmp_path, pipeline, astronaut):
@@ -118,11 +121,19 @@ def test_mcap_jazzy_outputs_equal_node_messages(tmp_path, pipeline, astronaut):
         assert [m[0] for m in ours[topic]] == [BASE_NS + i * STEP_NS for i in range(3)]
         assert [m[1] for m in ours[topic]] == [m[1] for m in theirs[topic]]
         for t, _raw, decoded in theirs[topic]:
-            header = decoded.header if hasattr(decoded, 'header') else decoded.markers[0].header
+            if topic.endswith('people/ids'):  # JSON: the stamp and frame_id are in the text
+                header = SimpleNamespace(**json.loads(decoded.data))
+                header.stamp = SimpleNamespace(**header.stamp)
+            else:
+                header = decoded.header if hasattr(decoded, 'header') else \
+                    decoded.markers[0].header
             assert header.frame_id == 'camera_optical'
             assert header.stamp.sec * 10**9 + header.stamp.nanosec == t
-    for t, (header, result) in seen.items():  # what the node publishes for the same result
-        node = build_messages(header, result, MessageOptions(), result_image(rgb, t))
+    people = PeopleState()  # the node's per-camera people, fed the frames in order
+    for t, (header, result) in sorted(seen.items()):  # the node's messages for the same result
+        tracked = people.update(result, header.stamp.sec + header.stamp.nanosec * 1e-9)
+        node = build_messages(header, result, MessageOptions(), result_image(rgb, t), tracked)
+        assert {'people/poses', 'people/ids'} <= set(node)
         for suffix, msg in node.items():
             stored = [raw for tt, raw, _ in ours[f'/sapiens/{suffix}'] if tt == t]
             assert same_as_node(stored, msg, suffix), suffix
@@ -144,6 +155,7 @@ def test_sqlite3_humble_jpeg_matches_an_independent_run(tmp_path, pose_seg, astr
     assert list((tmp_path / 'out').glob('*.db3'))
     ours = read_rosbags(tmp_path / 'out')
     ts = typestore('humble')
+    people = PeopleState()
     for i in range(3):
         t = BASE_NS + i * STEP_NS
         data = jpeg_msg(ts, rgb[i], t).data.tobytes()
@@ -153,7 +165,8 @@ def test_sqlite3_humble_jpeg_matches_an_independent_run(tmp_path, pose_seg, astr
 
         header = Header(frame_id='camera_optical')
         header.stamp.sec, header.stamp.nanosec = t // 10**9, t % 10**9
-        node = build_messages(header, result, MessageOptions(), bgr[..., ::-1].copy())
+        tracked = people.update(result, header.stamp.sec + header.stamp.nanosec * 1e-9)
+        node = build_messages(header, result, MessageOptions(), bgr[..., ::-1].copy(), tracked)
         for suffix, msg in node.items():
             stored = [raw for tt, raw, _ in ours[f'/sapiens/{suffix}'] if tt == t]
             assert same_as_node(stored, msg, suffix), suffix

@@ -314,3 +314,72 @@ def test_sample_camera_plays_an_rgbd_bag_into_the_node(graph, tmp_path):
 
 def stamp_ns(stamp) -> int:
     return int(stamp.sec) * 10**9 + int(stamp.nanosec)
+
+
+def test_replay_gives_the_live_nodes_ids(graph, tmp_path, astronaut):
+    """
+    Done-when test of issue 11: a bag replayed offline gets the ids the live node gave live.
+
+    The node gets the frames one at a time (each output awaited, so none is dropped); the bag
+    holds the same frames with the same stamps. A 2 s gap (over ``track_max_age``) and a jump
+    back in time (a bag loop) make both start new tracks at the same frames.
+    """
+    from builtin_interfaces.msg import Time
+    from replay_bags import camera_bag, frames
+    from ros_fixtures import tiny_pipeline
+    from sapiens_ros.replay.loop import replay, ReplayOptions
+    from sapiens_ros.replay.source import InputBag
+
+    rgb = frames(astronaut, 8)
+    base = 1_700_000_000 * 10**9
+    gap = base + 2_300_000_000
+    stamps = [base + k * 10**8 for k in range(4)] + [gap, gap + 10**8, base, base + 10**8]
+    graph.perception(tasks='pose,seg')
+    persons = graph.collect(TOPIC_TYPES['pose/persons'], 'pose/persons')
+    pub = graph.publisher(Image, 'image')
+    graph.wait_for_subscribers(pub)
+    live = []
+    for pixels, t in zip(rgb, stamps, strict=True):
+        header = _header(Time(sec=t // 10**9, nanosec=t % 10**9))
+        before = len(persons)
+        pub.publish(image_msg(header, pixels, 'rgb8'))
+        assert graph.wait(lambda: len(persons) > before, 60.0)  # noqa: B023 - used at once
+        live.append(_cloud(persons[-1])['id'].reshape(-1).tolist())
+        assert stamp_ns(persons[-1].header.stamp) == t
+
+    bag = tmp_path / 'in'
+    camera_bag(bag, rgb)  # the same frames; its stamps are set below
+    bag_times = _restamp(bag, tmp_path / 'restamped', stamps)
+    summary = replay(tiny_pipeline(('pose', 'seg')), ReplayOptions(
+        str(bag_times), str(tmp_path / 'out'), progress=False))
+    assert summary.processed == len(rgb)
+    offline = []
+    with InputBag(tmp_path / 'out') as out:
+        for conn, _, raw in out.messages():
+            if conn.topic == '/sapiens/pose/persons':
+                offline.append(_cloud(out.deserialize(raw, conn.msgtype))['id']
+                               .reshape(-1).tolist())
+    assert offline == live
+    flat = [i for ids in live for i in ids]
+    assert flat and min(flat) >= 1 and len(set(flat)) >= 3, live  # new tracks after gap, loop
+
+
+def _restamp(src, dst, stamps):
+    """Copy a one-camera bag with header stamps (and bag times, in order) set to ``stamps``."""
+    from replay_bags import typestore, write_bag
+    from sapiens_ros.replay.source import InputBag
+
+    ts = typestore('jazzy')
+    msgs = []
+    with InputBag(src) as bag:
+        for i, (conn, _, raw) in enumerate(bag.messages()):
+            msg = ts.deserialize_cdr(raw, conn.msgtype)
+            t = stamps[i]
+            msg.header.stamp.sec, msg.header.stamp.nanosec = t // 10**9, t % 10**9
+            msgs.append((conn.topic, conn.msgtype, msg, base_time(i)))
+    return write_bag(dst, msgs)
+
+
+def base_time(index: int) -> int:
+    """Bag (receive) time of the ``index``-th message: increasing, whatever its stamp."""
+    return 1_800_000_000 * 10**9 + index * 10**8

@@ -124,6 +124,10 @@ class PersonTracker:
         self._seen = np.zeros((0,))  # stamp of the last match
         self._hits = np.zeros((0,), np.int64)  # matches so far (1: no velocity yet)
 
+    def continue_ids(self, next_id: int) -> None:
+        """Give new tracks ids from ``next_id`` on (never lower than the ones already given)."""
+        self._next_id = max(self._next_id, int(next_id))
+
     def reset(self) -> None:
         """Forget every track (ids keep counting up)."""
         self._clear()

@@ -34,7 +34,7 @@ import threading
 import time
 
 from .bags import BagInput, find_bags
-from .loop import Replayer, ReplayOptions
+from .loop import Replayer, ReplayOptions, TRACK_ID_BLOCK
 from .manifest import BagRecord, CANNOT_OPEN, Manifest, WORKER_LOST
 from .merge import merge_parts
 from .progress import Progress
@@ -81,7 +81,8 @@ class Unit:
                           progress=False, resume=template.resume or self.attempts > 1,
                           on_frame=None, stop=None, video=None)
         if self.window_ns is not None:
-            options = replace(options, window_ns=self.window_ns, start=None, end=None)
+            options = replace(options, window_ns=self.window_ns, start=None, end=None,
+                              first_track_id=(self.part or 0) * TRACK_ID_BLOCK + 1)
         return options
 
 

@@ -51,6 +51,8 @@ from .source import BagError, InputBag
 from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
+from ..core.people import People, PeopleConfig, PeopleState
+from ..ros.depth_input import stamp_seconds
 from ..ros.messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
                             TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
 
@@ -58,6 +60,11 @@ log = logging.getLogger(__name__)
 
 #: Offered QoS depth of the outputs (the node's default ``output_depth``).
 OUTPUT_DEPTH = 2
+
+
+#: Track ids of a split bag's time range ``k`` start at ``k * TRACK_ID_BLOCK + 1``: the ranges
+#: track independently, and their merged bag never shows one id for two people.
+TRACK_ID_BLOCK = 1_000_000
 
 
 @dataclass
@@ -85,6 +92,9 @@ class ReplayOptions:
     checkpoint_seconds: float = 1.0  # how much work a kill -9 can cost at most
     on_frame: Callable | None = None  # (frames) -> None per written batch, in the writer thread
     stop: threading.Event | None = None  # set from outside to stop like SIGTERM
+    #: Tracking and smoothing per camera, as the node's people parameters (pose runs only).
+    people: PeopleConfig = field(default_factory=PeopleConfig)
+    first_track_id: int = 1  # a split bag's range k starts its ids at k * TRACK_ID_BLOCK + 1
 
 
 class Replayer:
@@ -100,7 +110,7 @@ class Replayer:
         if options.batch < 1 or options.every < 1:
             raise BagError('--batch and --every must be >= 1')
         chosen = options.messages.outputs
-        self.suffixes = [s for s in task_outputs(self.tasks, people=False)
+        self.suffixes = [s for s in task_outputs(self.tasks)
                          if chosen is None or s in chosen]
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
@@ -116,6 +126,12 @@ class Replayer:
         self.connections = bag.select(self.opt.topics)
         self.topics = [c.topic for c in self.connections]
         self.prefixes = output_prefixes(sorted(set(self.topics)), self.opt.namespace)
+        # One person tracker per camera, fed that camera's frames in input order (the writer
+        # thread's order), so ids are the live node's on the same frames.
+        self.people = {t: PeopleState(self.opt.people) for t in self.topics} \
+            if 'pose' in self.tasks else {}
+        for state in self.people.values():
+            state.tracker.continue_ids(self.opt.first_track_id)
         self.errors = errors_topic(self.opt.namespace)
         self.outputs = {output_topic(p, s): t for t, p in self.prefixes.items()
                         for s in self.suffixes}
@@ -155,6 +171,8 @@ class Replayer:
         bag = OutputBag(target, self.opt.storage)
         if self.partial is not None:
             self.partial.copy_into(bag)
+            for topic, state in self.people.items():  # new tracks: ids the bag has not used
+                state.tracker.continue_ids(self.partial.max_track_id[topic] + 1)
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
                 bag.add(output_topic(prefix, suffix), msgtype_of(TOPIC_TYPES[suffix]),
@@ -410,7 +428,8 @@ class Replayer:
                 if self.opt.on_result is not None:
                     self.opt.on_result(item, result)
                 image = item.frame.rgb()
-                msgs = build_messages(item.header, result, self.opt.messages, image)
+                people = self._track(item, result)
+                msgs = build_messages(item.header, result, self.opt.messages, image, people)
                 data = {s: serialize_message(m) for s, m in msgs.items() if s in self.suffixes}
             except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
                 item.error, item.kind = f'building messages failed: {exc}', 'internal'
@@ -420,7 +439,7 @@ class Replayer:
                     out.write(output_topic(prefix, suffix), item.time_ns, raw)
                 self.summary.processed += 1
                 if self.video is not None and item.topic == self.topics[0]:
-                    self.video.write(image, result)
+                    self.video.write_panels(image, result, people)
                 return
         record = error_record(item.header, item.topic, item.index, item.time_ns, item.error,
                               item.kind)
@@ -428,6 +447,14 @@ class Replayer:
         self.summary.failed += 1
         self.summary.failures[item.kind] += 1
         log.debug('frame %d of %s failed: %s', item.index, item.topic, item.error)
+
+    def _track(self, item: FrameItem, result) -> People | None:
+        """Update the camera's people with this frame (stamp: the header's, else bag time)."""
+        state = self.people.get(item.topic)
+        if state is None or result.pose is None:
+            return None
+        stamp = stamp_seconds(item.header.stamp) or item.time_ns * 1e-9
+        return state.update(result, stamp)
 
 
 def count_before(bag: InputBag, connections: Sequence, stop_ns: int) -> Counter:

@@ -39,7 +39,10 @@ import shutil
 
 from .records import record_values
 from .source import BagError, InputBag
-from ..ros.messages import INFO_TOPICS
+from ..ros.messages import cloud_field, INFO_TOPICS
+
+#: The output whose ``id`` field holds each person's track id.
+PERSONS = 'pose/persons'
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,8 @@ class PartialRun:
         for out, inp in outputs.items():
             per_input[inp].add(out)
         groups: dict[tuple[str, int], Counter] = defaultdict(Counter)
+        #: The highest person track id the bag holds per camera (a resume never reuses one).
+        self.max_track_id: Counter = Counter()
         self.failed: set[tuple[str, int]] = set()
         self.copied: Counter = Counter()
         self.latched = {c.topic for c in self.bag.connections
@@ -68,6 +73,8 @@ class PartialRun:
             for conn, time_ns, raw in self.bag.messages():
                 if conn.topic in outputs:
                     groups[(outputs[conn.topic], time_ns)][conn.topic] += 1
+                    if conn.topic.endswith('/' + PERSONS):
+                        self._note_ids(outputs[conn.topic], raw, conn.msgtype)
                 elif conn.topic == errors_topic:
                     key = self._failed_frame(raw, conn.msgtype)
                     if key is not None:
@@ -82,6 +89,12 @@ class PartialRun:
                          for key, counts in groups.items()}
         self._taken: Counter = Counter()
         self._copies_taken: Counter = Counter()
+
+    def _note_ids(self, topic: str, raw: bytes, msgtype: str) -> None:
+        """Raise :attr:`max_track_id` of ``topic`` to the ids of a ``pose/persons`` cloud."""
+        ids = cloud_field(self.bag.deserialize(raw, msgtype), 'id')
+        if ids is not None and ids.size:
+            self.max_track_id[topic] = max(self.max_track_id[topic], int(ids.max()))
 
     def _failed_frame(self, raw: bytes, msgtype: str) -> tuple[str, int] | None:
         """``(topic, index)`` of an error record; None for a record of where input broke."""

@@ -26,6 +26,7 @@ import numpy as np
 from .records import record_values
 from .source import BagError, InputBag
 from ..core.metadata import keypoint_info
+from ..ros.messages import cloud_field
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +84,10 @@ class BagStats:
 
 def _scores(msg) -> np.ndarray:
     """``(persons, keypoints)`` scores of a deserialized ``pose/keypoints`` PointCloud2."""
-    offsets = {f.name: int(f.offset) for f in msg.fields}
-    n = int(msg.height) * int(msg.width)
-    if 'score' not in offsets or n == 0:
+    scores = cloud_field(msg, 'score')
+    if scores is None:
         return np.zeros((int(msg.height), int(msg.width)), np.float32)
-    dtype = np.dtype({'names': ['score'], 'formats': ['>f4' if msg.is_bigendian else '<f4'],
-                      'offsets': [offsets['score']], 'itemsize': int(msg.point_step)})
-    data = np.asarray(msg.data, np.uint8)
-    return np.frombuffer(data.tobytes(), dtype, count=n)['score'].astype(np.float32).reshape(
-        int(msg.height), int(msg.width))
+    return scores.astype(np.float32)
 
 
 def bag_stats(path: str) -> BagStats:

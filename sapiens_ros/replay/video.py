@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""``--video``: side-by-side overlays (skeleton, segmentation, normals, depth) into an mp4."""
+"""``--video``: side-by-side overlays (skeleton with track ids, seg, normals, depth), mp4."""
 
 from __future__ import annotations
 
@@ -21,16 +21,23 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ..core.people import People
 from ..core.pipeline import FrameResult
+from ..core.video import Mp4Writer
 from ..core.visualize import depth_colors, draw_skeleton, normal_colors, seg_overlay
 
 
-def panels(image_rgb: np.ndarray, result: FrameResult, threshold: float = 0.3) -> list:
+def panels(image_rgb: np.ndarray, result: FrameResult, people: People | None = None,
+           threshold: float = 0.3) -> list:
     """Return the overlays one frame can show, each HxWx3 RGB at the frame's size."""
     out = []
     if result.pose is not None:
         pose = result.pose
-        out.append(draw_skeleton(image_rgb, pose.keypoints, pose.scores, pose.boxes, threshold))
+        keypoints, ids = pose.keypoints, None
+        if people is not None and len(people) == len(pose.boxes):
+            keypoints, ids = people.smoothed, people.ids
+        out.append(draw_skeleton(image_rgb, keypoints, pose.scores, pose.boxes, threshold,
+                                 ids=ids))
     else:
         out.append(image_rgb)
     if result.seg is not None:
@@ -43,38 +50,18 @@ def panels(image_rgb: np.ndarray, result: FrameResult, threshold: float = 0.3) -
     return out
 
 
-class VideoOut:
-    """An mp4 (``mp4v``) of side-by-side panels; the size is fixed by the first frame."""
+class VideoOut(Mp4Writer):
+    """An mp4 of side-by-side panels, ``height`` pixels high."""
 
     def __init__(self, path: str | Path, fps: float = 10.0, height: int = 360) -> None:
-        self.path = Path(path)
-        self.fps = float(min(max(fps, 1.0), 60.0))
+        super().__init__(path, min(fps, 60.0))
         self.height = height
-        self.frames = 0
-        self._writer = None
-        self._size: tuple[int, int] | None = None
 
-    def write(self, image_rgb: np.ndarray, result: FrameResult) -> None:
+    def write_panels(self, image_rgb: np.ndarray, result: FrameResult,
+                     people: People | None = None) -> None:
         """Add one frame's panels, scaled to the video height and joined left to right."""
         scale = self.height / image_rgb.shape[0]
         width = max(2, int(round(image_rgb.shape[1] * scale / 2)) * 2)
         tiles = [cv2.resize(p, (width, self.height), interpolation=cv2.INTER_AREA)
-                 for p in panels(image_rgb, result)]
-        canvas = np.concatenate(tiles, axis=1)
-        if self._writer is None:
-            self._size = (canvas.shape[1], canvas.shape[0])
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*'mp4v'),
-                                           self.fps, self._size)
-            if not self._writer.isOpened():
-                raise OSError(f'OpenCV cannot write {self.path} (mp4v)')
-        if (canvas.shape[1], canvas.shape[0]) != self._size:
-            canvas = cv2.resize(canvas, self._size, interpolation=cv2.INTER_AREA)
-        self._writer.write(np.ascontiguousarray(canvas[..., ::-1]))
-        self.frames += 1
-
-    def close(self) -> None:
-        """Finish the file."""
-        if self._writer is not None:
-            self._writer.release()
-            self._writer = None
+                 for p in panels(image_rgb, result, people)]
+        self.write(np.concatenate(tiles, axis=1))

@@ -135,6 +135,24 @@ def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
     return msg
 
 
+def cloud_field(msg, name: str) -> np.ndarray | None:
+    """
+    One field of a ``PointCloud2`` (rclpy or rosbags message) as ``(height, width)``, or None.
+
+    Reads only that field's bytes, whatever the record layout.
+    """
+    field = next((f for f in msg.fields if f.name == name), None)
+    kinds = {v: k for k, v in _FIELD_TYPES.items()}
+    if field is None or int(field.datatype) not in kinds:
+        return None
+    kind = kinds[int(field.datatype)].newbyteorder('>' if msg.is_bigendian else '<')
+    rows, cols = int(msg.height), int(msg.width)
+    dtype = np.dtype({'names': [name], 'formats': [kind], 'offsets': [int(field.offset)],
+                      'itemsize': int(msg.point_step)})
+    data = np.frombuffer(bytes(msg.data), np.uint8)
+    return np.frombuffer(data, dtype, count=rows * cols)[name].reshape(rows, cols)
+
+
 def pack_rgb(colors: np.ndarray) -> np.ndarray:
     """``(N, 3)`` uint8 RGB to the PCL convention: 0x00RRGGBB bits stored in a float32."""
     c = colors.astype(np.uint32)
