@@ -28,7 +28,7 @@ from replay_bags import BASE_NS, camera_bag, frames, jpeg_msg, STEP_NS, typestor
 from sapiens_ros.core.people import PeopleState
 from sapiens_ros.replay.loop import replay, ReplayOptions
 from sapiens_ros.replay.source import BagError, InputBag
-from sapiens_ros.ros.messages import build_messages, MessageOptions, task_outputs
+from sapiens_ros.ros.messages import build_messages, cloud_field, MessageOptions, task_outputs
 import yaml
 
 INPUT_SIZE = (256, 192)
@@ -306,3 +306,19 @@ def test_resume_skips_done_frames(tmp_path, pose_seg, astronaut):
         assert [t for t, _, _ in topics[name]] == [BASE_NS + i * STEP_NS for i in range(5)]
     assert len(topics['/sapiens/pose/keypoint_info']) == 1
     assert not (tmp_path / 'out.resume').exists()
+
+
+def test_resume_continues_track_ids_above_the_partial_outputs(tmp_path, pose_seg, astronaut):
+    """A resumed run tracks anew from where it starts, never reusing an id the bag holds."""
+    src = camera_bag(tmp_path / 'in', frames(astronaut, 5), 'mcap', 'jazzy')
+    out = tmp_path / 'out'
+    first = replay(pose_seg, ReplayOptions(str(src), str(out), end=0.15, progress=False))
+    assert first.processed == 2
+    second = replay(pose_seg, ReplayOptions(str(src), str(out), resume=True, progress=False))
+    assert second.processed == 3
+    persons = read_rosbags(out)['/sapiens/pose/persons']
+    ids = [cloud_field(m[2], 'id').reshape(-1).tolist() for m in persons]
+    assert len(ids) == 5
+    before = {i for frame in ids[:2] for i in frame}
+    after = {i for frame in ids[2:] for i in frame}
+    assert before and after and min(after) > max(before) >= 1, ids
