@@ -225,8 +225,8 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
           'bytes |\n|---|---|---|---|---|---|---|')
     for suffix, msg in msgs.items():
         one = M.MessageOptions(outputs={suffix})
-        build = median_ms(lambda: M.build_messages(header, result, one, image), rep)
-        ser = median_ms(lambda: serialize_message(msg), rep)
+        build = median_ms(lambda one=one: M.build_messages(header, result, one, image), rep)
+        ser = median_ms(lambda msg=msg: serialize_message(msg), rep)
         nbytes = data_bytes(msg)
         total['build'] += build
         total['ser'] += ser

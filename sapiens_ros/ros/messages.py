@@ -17,9 +17,12 @@ Build the topic contract's standard ROS messages from a core ``FrameResult``.
 
 :func:`build_messages` is a pure function of ``(header, FrameResult, options)`` and returns a dict
 of topic suffix (``'pose/keypoints'``...) to message, so the live node and the bag replay publish
-exactly the same thing. Bulk data always goes in through one ``tobytes()``-style copy into an
-``array.array('B')``: assigning an ndarray or memoryview to ``msg.data`` makes rclpy check every
-element (~200 ms for one 1024x768 image).
+exactly the same thing. Bulk data goes in as an ``array.array('B')`` (assigning an ndarray or
+memoryview to ``msg.data`` makes rclpy check every element, ~200 ms for one 1024x768 image).
+The pipeline's host arrays already live in such buffers (``core.hostbuf``), and overlays, 16-bit
+normals, depth and the point-cloud records are rendered on the pipeline's device when it was
+asked to (:func:`render_request`), so building a message copies no bulk data; a result that was
+not rendered is rendered here by the same torch code (``core.render``) on the CPU.
 """
 
 from __future__ import annotations
@@ -29,17 +32,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 import sys
 
-import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point
 import numpy as np
-from sensor_msgs.msg import Image, PointCloud2, PointField
+from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ..core import render as R
+from ..core.hostbuf import owning_buffer
 from ..core.metadata import keypoint_info, seg_class_info
 from ..core.pipeline import FrameResult
-from ..core.visualize import normal_overlay, seg_overlay
 
 #: Output topic suffixes per task, in publish order.
 TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -60,8 +63,27 @@ TOPIC_TYPES: dict[str, type] = {
     'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'diagnostics': DiagnosticArray,
 }
 
-#: Which task produces each output suffix.
+#: ``<topic>/compressed`` variants (``CompressedImage``, image_transport's naming) and their topic.
+COMPRESSED_OUTPUTS: dict[str, str] = {f'{s}/compressed': s for s in
+                                      ('seg/labels', 'seg/overlay', 'normal/overlay')}
+TOPIC_TYPES.update({s: CompressedImage for s in COMPRESSED_OUTPUTS})
+
+#: Which task produces each output suffix (compressed variants included).
 OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
+OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
+
+#: The outputs a robot wants at 30 Hz, and what a bag gets by default: about 2-4 MB per
+#: 1024x768 frame with the node's defaults (pointmap_stride 2, foreground only; docs/topics.md).
+DEFAULT_OUTPUTS: tuple[str, ...] = (
+    'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
+    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth')
+
+#: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
+NORMAL_ENCODINGS = ('32FC3', '16SC3')
+
+#: The rendered buffer behind each output (``core.render`` names).
+_RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
+             'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
 
 _BIG = sys.byteorder == 'big'
 _FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): PointField.UINT32,
@@ -83,11 +105,21 @@ class MessageOptions:
     foreground_only: bool = True  # depth: NaN where seg says background
     pixel_scale: float = 0.001  # metres per pixel for 2D markers (no 3D available)
     marker_size: float = 0.01  # point size / line width of 3D markers, metres
-    outputs: Collection[str] | None = None  # suffixes to build; None builds every available
+    outputs: Collection[str] | None = None  # suffixes to build; None: every available raw one
+    normal_encoding: str = '32FC3'  # normal/image: '32FC3' or '16SC3' (x 32767)
+    compressed_format: str = 'jpeg'  # overlays' /compressed: 'jpeg' or 'png' (labels: png)
+    jpeg_quality: int = 90
 
 
 def byte_array(values: np.ndarray) -> array.array:
-    """One copy of ``values``' bytes into the ``array('B')`` rclpy stores without checking."""
+    """
+    ``values``' bytes as the ``array('B')`` rclpy stores without checking.
+
+    No copy when ``values`` spans a message-ready buffer (a pipeline result); one otherwise.
+    """
+    owned = owning_buffer(values)
+    if owned is not None:
+        return owned
     out = array.array('B')
     out.frombytes(np.ascontiguousarray(values).reshape(-1).view(np.uint8).data)
     return out
@@ -121,12 +153,6 @@ def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
                       row_step=points.dtype.itemsize * width, is_dense=bool(dense))
     msg.data = byte_array(points)
     return msg
-
-
-def pack_rgb(colors: np.ndarray) -> np.ndarray:
-    """``(N, 3)`` uint8 RGB to the PCL convention: 0x00RRGGBB bits stored in a float32."""
-    c = colors.astype(np.uint32)
-    return ((c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]).view(np.float32)
 
 
 def keypoints_cloud(header: Header, result: FrameResult) -> PointCloud2:
@@ -208,29 +234,33 @@ def skeleton_markers(header: Header, result: FrameResult,
     return out
 
 
-def points_cloud(header: Header, result: FrameResult) -> PointCloud2:
-    """``pointmap/points``: x, y, z, rgb (packed float32) and label when seg ran."""
-    pm = result.pointmap
-    names = [('x', '<f4'), ('y', '<f4'), ('z', '<f4'), ('rgb', '<f4')]
-    if pm.labels is not None:
-        names.append(('label', '<u4'))
-    cloud = np.empty(len(pm.points), np.dtype(names))
-    cloud['x'], cloud['y'], cloud['z'] = pm.points[:, 0], pm.points[:, 1], pm.points[:, 2]
-    cloud['rgb'] = pack_rgb(pm.colors)
-    if pm.labels is not None:
-        cloud['label'] = pm.labels
+def points_cloud(header: Header, result: FrameResult,
+                 cloud: np.ndarray | None = None) -> PointCloud2:
+    """
+    ``pointmap/points``: x, y, z, rgb (packed float32) and label when seg ran.
+
+    ``cloud`` is the rendered record array (``core.render.cloud_dtype``); without it the result
+    is packed here by the same code.
+    """
+    if cloud is None:
+        cloud = R.render_result(result, None, R.RenderRequest(frozenset({'cloud'})))['cloud']
     return pointcloud2(header, cloud, dense=True)
 
 
-def depth_image(header: Header, result: FrameResult, foreground_only: bool = True) -> Image:
+def depth_image(header: Header, result: FrameResult, foreground_only: bool = True,
+                depth: np.ndarray | None = None) -> Image:
     """``pointmap/depth``: 32FC1 metres on the strided grid, NaN off the person (if seg ran)."""
-    pm = result.pointmap
-    depth = np.array(pm.xyz[..., 2], dtype=np.float32)
-    if foreground_only and result.seg is not None:
-        s = pm.stride
-        bg = result.seg.labels[::s, ::s][:depth.shape[0], :depth.shape[1]] == 0
-        depth[bg] = np.nan
+    if depth is None:
+        request = R.RenderRequest(frozenset({'depth'}), foreground_only=foreground_only)
+        depth = R.render_result(result, None, request)['depth']
     return image_msg(header, depth, '32FC1')
+
+
+def compressed_msg(header: Header, data: np.ndarray, encoding: str, fmt: str) -> CompressedImage:
+    """``CompressedImage`` with image_transport's ``format`` ("bgr8; jpeg compressed bgr8")."""
+    target = '' if encoding.startswith('mono') else 'bgr8'
+    return CompressedImage(header=header, format=f'{encoding}; {fmt} compressed {target}',
+                           data=byte_array(data))
 
 
 def info_messages(tasks: Collection[str]) -> dict[str, String]:
@@ -244,7 +274,7 @@ def info_messages(tasks: Collection[str]) -> dict[str, String]:
 
 
 def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> list[str]:
-    """Suffixes ``result`` can fill (overlays need the input image)."""
+    """Raw suffixes ``result`` can fill (overlays need the input image); no compressed ones."""
     out = []
     for task, suffixes in TASK_OUTPUTS.items():
         if getattr(result, task) is None:
@@ -253,31 +283,88 @@ def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> l
     return out
 
 
+def _wanted(result: FrameResult, options: MessageOptions, image: np.ndarray | None) -> list[str]:
+    raw = available_outputs(result, image)
+    if options.outputs is None:
+        return raw
+    compressed = [c for c, s in COMPRESSED_OUTPUTS.items() if s in raw]
+    return [s for s in raw + compressed if s in options.outputs]
+
+
+def render_request(outputs: Collection[str] | None,
+                   options: MessageOptions | None = None) -> R.RenderRequest:
+    """
+    What the pipeline should render on its device for these output suffixes (None: every raw).
+
+    Pass it as ``pipeline(frames, render=...)``: the messages then copy no bulk data.
+    """
+    options = options or MessageOptions()
+    wanted = set(OUTPUT_TASK if outputs is None else outputs)
+    if outputs is None:
+        wanted -= set(COMPRESSED_OUTPUTS)
+    names = {_RENDERED[s] for s in wanted if s in _RENDERED}
+    if 'normal/image' in wanted and options.normal_encoding == '16SC3':
+        names.add('normal16')
+    encode = {_encoded(c, options) for c in COMPRESSED_OUTPUTS if c in wanted}
+    return R.RenderRequest(frozenset(names), frozenset(encode), options.overlay_alpha,
+                           options.foreground_only, options.jpeg_quality)
+
+
+def _encoded(suffix: str, options: MessageOptions) -> tuple[str, str]:
+    """``(render name, format)`` of a compressed suffix: labels are always png (lossless)."""
+    raw = COMPRESSED_OUTPUTS[suffix]
+    if raw == 'seg/labels':
+        return 'seg_labels', 'png'
+    return _RENDERED[raw], options.compressed_format
+
+
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
                    image: np.ndarray | None = None) -> dict:
     """
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
-    ``image`` is the input frame as HxWx3 RGB uint8, needed only for the overlays.
-    Only the suffixes in ``options.outputs`` (when set) are built.
+    ``image`` is the input frame as HxWx3 RGB uint8, needed only for overlays the pipeline did
+    not render. Only the suffixes in ``options.outputs`` (when set) are built; compressed
+    variants only when named there.
     """
     options = options or MessageOptions()
-    wanted = available_outputs(result, image)
-    if options.outputs is not None:
-        wanted = [s for s in wanted if s in options.outputs]
+    if options.normal_encoding not in NORMAL_ENCODINGS:
+        raise ValueError(f'normal_encoding must be one of {NORMAL_ENCODINGS}, '
+                         f'got {options.normal_encoding!r}')
+    wanted = _wanted(result, options, image)
+    request = render_request(wanted, options)
+    missing = request.keys() - set(result.rendered)
+    buffers = dict(result.rendered)
+    if missing:
+        buffers.update(R.render_result(result, image, request.only(missing)))
+
+    def compressed(suffix: str) -> CompressedImage:
+        name, fmt = _encoded(suffix, options)
+        raw = COMPRESSED_OUTPUTS[suffix]
+        encoding = 'mono8' if raw == 'seg/labels' else _ENCODING[raw]
+        return compressed_msg(header, buffers[f'{name}.{fmt}'], encoding, fmt)
+
+    def normal_image() -> Image:
+        if options.normal_encoding == '16SC3':
+            return image_msg(header, buffers['normal16'], '16SC3')
+        return image_msg(header, np.asarray(result.normal.normals, np.float32), '32FC3')
+
     builders = {
         'pose/keypoints': lambda: keypoints_cloud(header, result),
         'pose/persons': lambda: persons_cloud(header, result),
         'pose/markers': lambda: skeleton_markers(header, result, options),
-        'seg/labels': lambda: image_msg(header, result.seg.labels.astype(np.uint8), 'mono8'),
-        'seg/overlay': lambda: image_msg(header, cv2.cvtColor(
-            seg_overlay(image, result.seg.labels, options.overlay_alpha), cv2.COLOR_RGB2BGR),
-            'bgr8'),
-        'normal/image': lambda: image_msg(header, result.normal.normals.astype(np.float32),
-                                          '32FC3'),
-        'normal/overlay': lambda: image_msg(header, normal_overlay(
-            image, result.normal.normals, options.overlay_alpha), 'rgb8'),
-        'pointmap/points': lambda: points_cloud(header, result),
-        'pointmap/depth': lambda: depth_image(header, result, options.foreground_only),
+        'seg/labels': lambda: image_msg(header, np.asarray(result.seg.labels, np.uint8),
+                                        'mono8'),
+        'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'], 'bgr8'),
+        'normal/image': normal_image,
+        'normal/overlay': lambda: image_msg(header, buffers['normal_overlay'], 'rgb8'),
+        'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
+        'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
+                                              buffers['depth']),
     }
+    builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})
     return {suffix: builders[suffix]() for suffix in wanted}
+
+
+#: Encoding of each image output as published.
+_ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
