@@ -27,6 +27,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 import functools
 
+import cv2
 import numpy as np
 import torch
 
@@ -89,10 +90,23 @@ class RenderRequest:
         return set(self.outputs) | {f'{n}.{f}' for n, f in self.encode}
 
 
-@functools.lru_cache(maxsize=8)
-def _palette(device: torch.device, order: str) -> torch.Tensor:
-    palette = torch.as_tensor(np.ascontiguousarray(seg_class_info().palette), device=device)
-    return palette.flip(-1).contiguous() if order == 'bgr' else palette
+@functools.lru_cache(maxsize=16)
+def _seg_lut(alpha: float, order: str, device: torch.device) -> torch.Tensor:
+    """
+    ``(classes * 3 * 256,)`` uint8: the blended value of every (class, channel, pixel value).
+
+    Computed once per alpha by ``cv2.addWeighted`` itself, so the overlay is byte-identical to
+    OpenCV's per-pixel blend; class 0 (background) keeps the pixel.
+    """
+    palette = np.ascontiguousarray(seg_class_info().palette, np.uint8)
+    palette = palette[:, ::-1] if order == 'bgr' else palette
+    shape = (len(palette), 3, 256)
+    base = np.ascontiguousarray(np.broadcast_to(np.arange(256, dtype=np.uint8), shape))
+    top = np.ascontiguousarray(np.broadcast_to(palette[:, :, None], shape))
+    lut = cv2.addWeighted(base.reshape(-1, 256), 1.0 - alpha, top.reshape(-1, 256), alpha, 0.0)
+    lut = lut.reshape(shape)
+    lut[0] = base[0]
+    return torch.from_numpy(lut.reshape(-1)).to(device)
 
 
 def blend(base: torch.Tensor, top: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -107,12 +121,19 @@ def to_uint8(values: torch.Tensor) -> torch.Tensor:
 
 def seg_overlay(rgb: torch.Tensor, labels: torch.Tensor, alpha: float = 0.5,
                 order: str = 'rgb') -> torch.Tensor:
-    """Class palette blended over ``rgb`` (HxWx3 uint8) on the person; uint8 in ``order``."""
-    palette = _palette(rgb.device, order)
-    labels = labels.long().clamp_(max=len(palette) - 1)
+    """
+    Class palette blended over ``rgb`` (HxWx3 uint8) on the person; uint8 in ``order``.
+
+    One table lookup per value (integer only): the same bytes as ``cv2.addWeighted``.
+    """
+    lut = _seg_lut(float(alpha), order, rgb.device)
+    classes = lut.numel() // 768
     base = rgb.flip(-1) if order == 'bgr' else rgb
-    blended = to_uint8(blend(base, palette[labels], alpha))
-    return torch.where((labels != 0)[..., None], blended, base)
+    row = labels.to(torch.int32).clamp_(max=classes - 1).mul_(768)[..., None]
+    return lut[row + _CHANNEL_OFFSETS.to(rgb.device) + base.to(torch.int32)]
+
+
+_CHANNEL_OFFSETS = torch.tensor([0, 256, 512], dtype=torch.int32)
 
 
 def normal_colors(normals: torch.Tensor) -> torch.Tensor:
