@@ -274,12 +274,17 @@ def info_messages(tasks: Collection[str]) -> dict[str, String]:
 
 
 def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> list[str]:
-    """Raw suffixes ``result`` can fill (overlays need the input image); no compressed ones."""
+    """
+    Raw suffixes ``result`` can fill; no compressed ones.
+
+    Overlays need the input image, unless the pipeline rendered them.
+    """
     out = []
     for task, suffixes in TASK_OUTPUTS.items():
         if getattr(result, task) is None:
             continue
-        out.extend(s for s in suffixes if image is not None or not s.endswith('overlay'))
+        out.extend(s for s in suffixes if image is not None or not s.endswith('overlay')
+                   or _RENDERED[s] in result.rendered)
     return out
 
 
@@ -287,7 +292,8 @@ def _wanted(result: FrameResult, options: MessageOptions, image: np.ndarray | No
     raw = available_outputs(result, image)
     if options.outputs is None:
         return raw
-    compressed = [c for c, s in COMPRESSED_OUTPUTS.items() if s in raw]
+    compressed = [c for c, s in COMPRESSED_OUTPUTS.items() if s in raw or
+                  '.'.join(_encoded(c, options)) in result.rendered]
     return [s for s in raw + compressed if s in options.outputs]
 
 
