@@ -29,6 +29,7 @@ memcpy of the same bytes, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import os
@@ -140,13 +141,16 @@ def data_bytes(msg) -> int:
 
 
 def host_bytes(result) -> int:
-    """Bytes of every numpy array a ``FrameResult`` holds (what crossed to the host)."""
-    total = 0
+    """Bytes of the numpy arrays a ``FrameResult`` holds (what crossed to the host), once each."""
+    arrays = {}
     for value in vars(result).values():
         items = vars(value).values() if hasattr(value, '__dict__') else \
             (value.values() if isinstance(value, dict) else [value])
-        total += sum(v.nbytes for v in items if isinstance(v, np.ndarray))
-    return total
+        for v in items:
+            if isinstance(v, np.ndarray):  # a view (the cloud's points) counts once
+                start = v.__array_interface__['data'][0]
+                arrays[start] = max(arrays.get(start, 0), v.nbytes)
+    return sum(arrays.values())
 
 
 def _render_kwargs(messages, outputs, options) -> dict:
@@ -164,7 +168,6 @@ def _fmt(ms: float, nbytes: int) -> str:
 
 def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
     """Print the stage table for one frame size; return the built messages (for publishing)."""
-    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import CompressedImage
     from std_msgs.msg import Header
 
@@ -183,9 +186,8 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
     outs = fixed_outputs(frame_hw, args.foreground, device)
     runners = {t: FixedRunner(t, outs[t]) for t in TASKS}
     options = M.MessageOptions()
-    every = set(M.OUTPUT_TASK)
     pipe = Pipeline(runners, PipelineConfig(input_size=INPUT_SIZE), device)
-    kwargs = _render_kwargs(M, every, options)
+    kwargs = _render_kwargs(M, None, options)
     rep = args.repeat
 
     print(f'\n### Frame {width}x{height} (model input {INPUT_SIZE[0]}x{INPUT_SIZE[1]}, '
@@ -214,17 +216,45 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
                                                                       'pose.decode'))):
         ms = sum(stage.get(n, 0.0) for n in names)
         print(row.format(f'post-process {task}', _fmt(ms, head_bytes[task]), head_bytes[task]))
+    if 'render' in stage:  # after issue 12: overlays, cloud, depth on the device
+        rendered = sum(v.nbytes for v in result.rendered.values())
+        print(row.format('render (every raw output)', _fmt(stage['render'], rendered),
+                         rendered))
     to_host = host_bytes(result)
     print(row.format('to-host (all heads)', _fmt(stage.get('to_host', 0.0), to_host), to_host))
     print(row.format('pipeline total, no model', _fmt(stage['total'], frame_bytes), frame_bytes))
 
     image = photo[..., ::-1].copy()
+    print('\nEvery raw output (pointmap_stride 1, as before issue 12):')
+    msgs = output_table(header, result, options, image, rep)
+    default = getattr(M, 'DEFAULT_OUTPUTS', None)
+    if default is not None:  # after issue 12: the default set with the node's defaults
+        from sapiens_ros.ros.node_params import PARAM_BY_NAME
+
+        stride = PARAM_BY_NAME['pointmap_stride'].default
+        opts = M.MessageOptions(outputs=set(default))
+        config = PipelineConfig(input_size=INPUT_SIZE, pointmap_stride=stride)
+        small = Pipeline(runners, config, device)(
+            photo, color_order='bgr', render=M.render_request(default, opts))[0]
+        print(f'\nDefault output set (node defaults: pointmap_stride {stride}, foreground only, '
+              f'overlays as {opts.compressed_format} q{opts.jpeg_quality}):')
+        output_table(header, small, opts, None, rep)
+        bytes_table(header, photo, runners, device)
+    return msgs
+
+
+def output_table(header, result, options, image, rep: int) -> dict:
+    """Print build and serialize time per output beside a memcpy; return the messages."""
+    from rclpy.serialization import serialize_message
+
+    from sapiens_ros.ros import messages as M
+
     msgs = M.build_messages(header, result, options, image)
     total = {'build': 0.0, 'ser': 0.0, 'bytes': 0}
     print('\n| output | build ms | serialize ms | build + serialize ms | memcpy ms | ratio | '
           'bytes |\n|---|---|---|---|---|---|---|')
     for suffix, msg in msgs.items():
-        one = M.MessageOptions(outputs={suffix})
+        one = dataclasses.replace(options, outputs={suffix})
         build = median_ms(lambda one=one: M.build_messages(header, result, one, image), rep)
         ser = median_ms(lambda msg=msg: serialize_message(msg), rep)
         nbytes = data_bytes(msg)
@@ -236,19 +266,34 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
               f'{(build + ser) / copy:.1f}x | {nbytes:,} |')
     copy = memcpy_ms(total['bytes'])
     both = total['build'] + total['ser']
-    print(f"| **every output** | {total['build']:.2f} | {total['ser']:.2f} | {both:.2f} | "
+    print(f"| **all of them** | {total['build']:.2f} | {total['ser']:.2f} | {both:.2f} | "
           f"{copy:.2f} | **{both / copy:.1f}x** | {total['bytes']:,} |")
     together = median_ms(lambda: [serialize_message(m) for m in M.build_messages(
         header, result, options, image).values()], rep)
-    print(f'\nAll outputs built and serialized in one call: {together:.1f} ms '
-          f'({together / copy:.1f}x one memcpy of the {total["bytes"] / 1e6:.1f} MB).')
-    default = getattr(M, 'DEFAULT_OUTPUTS', None)
-    if default is not None:
-        dmsgs = M.build_messages(header, results[-1], M.MessageOptions(outputs=set(default)),
-                                 image)
-        dbytes = sum(data_bytes(m) for m in dmsgs.values())
-        print(f'Default output set ({", ".join(sorted(dmsgs))}): {dbytes / 1e6:.2f} MB/frame.')
+    print(f'\nBuilt and serialized in one call: {together:.2f} ms ({together / copy:.1f}x one '
+          f'memcpy of the {total["bytes"] / 1e6:.2f} MB).')
     return msgs
+
+
+def bytes_table(header, photo, runners, device) -> None:
+    """Bytes per frame of every output (raw and compressed) at pointmap strides 1 and 2."""
+    from sapiens_ros.ros import messages as M
+
+    sizes = {}
+    for stride in (1, 2):
+        for encoding in M.NORMAL_ENCODINGS:
+            opts = M.MessageOptions(outputs=set(M.OUTPUT_TASK), normal_encoding=encoding)
+            pipe = Pipeline(runners, PipelineConfig(input_size=INPUT_SIZE,
+                                                    pointmap_stride=stride), device)
+            result = pipe(photo, color_order='bgr', render=M.render_request(None, opts))[0]
+            for suffix, msg in M.build_messages(header, result, opts, photo[..., ::-1]).items():
+                key = f'{suffix} {encoding}' if suffix == 'normal/image' else suffix
+                sizes.setdefault(key, {})[stride] = data_bytes(msg)
+    print('\n| output | bytes, pointmap_stride 1 | bytes, stride 2 | in the default set |'
+          '\n|---|---|---|---|')
+    for key, by_stride in sizes.items():
+        print(f'| `{key}` | {by_stride[1]:,} | {by_stride[2]:,} | '
+              f'{"yes" if key in M.DEFAULT_OUTPUTS else ""} |')
 
 
 def _astronaut() -> np.ndarray:
