@@ -57,8 +57,8 @@ def test_every_output_and_header(frame):
     assert set(msgs) == {s for suffixes in M.TASK_OUTPUTS.values() for s in suffixes}
     msgs.update(M.build_messages(_header(), result, M.MessageOptions(
         outputs=set(M.COMPRESSED_OUTPUTS)), image))
-    assert set(msgs) == set(M.OUTPUT_TASK) == set(M.TOPIC_TYPES) - {'diagnostics',
-                                                                     *M.INFO_TOPICS.values()}
+    metadata = {'diagnostics', *M.INFO_TOPICS.values()}
+    assert set(msgs) == set(M.OUTPUT_TASK) == set(M.TOPIC_TYPES) - metadata
     for suffix, msg in msgs.items():
         assert isinstance(msg, M.TOPIC_TYPES[suffix])
         inner = msg.markers if suffix == 'pose/markers' else [msg]

@@ -32,7 +32,7 @@ _ZEROS = memoryview(b'')
 
 
 def empty(nbytes: int) -> array.array:
-    """Return a new ``array('B')`` of ``nbytes`` (zero-filled: Python offers no uninitialised one)."""
+    """Return a new ``array('B')`` of ``nbytes``, zero-filled (Python has no uninitialised one)."""
     global _ZEROS
     if len(_ZEROS) < nbytes:
         _ZEROS = memoryview(bytes(max(nbytes, 2 * len(_ZEROS))))
@@ -42,7 +42,7 @@ def empty(nbytes: int) -> array.array:
 
 
 def host_empty(shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
-    """Uninitialised-looking numpy array of ``shape``/``dtype`` whose memory is an ``array('B')``."""
+    """Return a numpy array of ``shape`` and ``dtype`` whose memory is a new ``array('B')``."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
     return np.frombuffer(empty(count * dtype.itemsize), dtype).reshape(shape)
@@ -52,15 +52,32 @@ def to_host(tensor: torch.Tensor, dtype: np.dtype | str | None = None) -> np.nda
     """
     Copy ``tensor`` (any device, any strides) into a new message-ready host array.
 
-    With ``dtype`` the values are converted on the way (e.g. float32 to uint8 after rounding),
-    in the same pass as the copy.
+    With ``dtype`` the values are converted on the way, in the same pass as the copy. A CPU
+    tensor is returned as a numpy view instead (no copy; a message built from it copies once).
     """
     dtype = np.dtype(dtype) if dtype is not None else torch.empty(0, dtype=tensor.dtype).numpy(
     ).dtype
+    if tensor.device.type == 'cpu':
+        return tensor.numpy() if tensor.numpy().dtype == dtype else tensor.numpy().astype(dtype)
     out = host_empty(tuple(tensor.shape), dtype)
     if out.size:
         torch.from_numpy(out).copy_(tensor)
     return out
+
+
+def host_copy(values: np.ndarray) -> np.ndarray:
+    """Copy ``values`` (any strides) into a new message-ready host array, in one pass."""
+    out = host_empty(values.shape, values.dtype)
+    out[...] = values
+    return out
+
+
+def as_buffer(values: np.ndarray) -> array.array:
+    """Return the ``array('B')`` holding ``values``' bytes: its own buffer, or one copy."""
+    if values.nbytes == 0:
+        return array.array('B')
+    owned = owning_buffer(values)
+    return owned if owned is not None else owning_buffer(host_copy(values))
 
 
 def owning_buffer(values: np.ndarray) -> array.array | None:

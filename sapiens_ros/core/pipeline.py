@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 import torch
 
+from . import render as R
 from .boxes import BOX_SOURCES, check_boxes, crop_windows, foreground_boxes, full_frame_box
 from .errors import SapiensError
 from .frames import FrameBatch
@@ -36,7 +37,6 @@ from .hostbuf import to_host
 from .letterbox import sample_map
 from .loading import parse_device
 from .metadata import keypoint_info
-from . import render as R
 from .runners import Runner
 from .timing import StageTimer
 
@@ -391,7 +391,9 @@ def _finite_flags(dev: dict) -> tuple[list[str], list[list[bool]]] | None:
         per_frame['pointmap'] = [(pm['xyz'],) for pm in dev['pointmap']]
     if not per_frame:
         return None
-    flags = torch.stack([torch.stack([torch.stack([torch.isfinite(t).all() for t in tensors]).all()
+    # The sum of finite values stays finite (unit normals, metres, pixels: far from float32's
+    # range) and one NaN/inf makes it non-finite: one read pass, no mask allocated.
+    flags = torch.stack([torch.stack([torch.isfinite(torch.stack([t.sum() for t in tensors])).all()
                                       for tensors in items]) for items in per_frame.values()])
     return list(per_frame), flags.T.tolist()  # (frames, checks)
 

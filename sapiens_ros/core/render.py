@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from .encode import encode, FORMATS
-from .hostbuf import host_empty, to_host
+from .hostbuf import host_copy, host_empty, to_host
 from .metadata import seg_class_info
 
 #: What the pipeline can render, by name (``RenderRequest.outputs``).
@@ -81,7 +81,7 @@ class RenderRequest:
         return set(self.outputs) | {n for n, _ in self.encode}
 
     def only(self, names: Collection[str]) -> RenderRequest:
-        """The same request restricted to ``names`` (raw outputs and ``name.format`` keys)."""
+        """Return this request restricted to ``names`` (raw outputs and ``name.format`` keys)."""
         return replace(self, outputs=frozenset(set(self.outputs) & set(names)),
                        encode=frozenset(p for p in self.encode if f'{p[0]}.{p[1]}' in names))
 
@@ -109,48 +109,69 @@ def _seg_lut(alpha: float, order: str, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(lut.reshape(-1)).to(device)
 
 
-def blend(base: torch.Tensor, top: torch.Tensor, alpha: float) -> torch.Tensor:
-    """``base * (1 - alpha) + top * alpha`` in float32 (``cv2.addWeighted``'s arithmetic)."""
-    return torch.add(base.float().mul_(1.0 - alpha), top.float().mul_(alpha))
+@functools.lru_cache(maxsize=16)
+def _blend_lut(alpha: float, device: torch.device) -> torch.Tensor:
+    """
+    ``(256 * 256,)`` uint8 blend table, indexed by ``top * 256 + base``.
+
+    Holds ``cv2.addWeighted(base, 1 - alpha, top, alpha, 0)`` for every pair of values.
+    """
+    values = np.arange(256, dtype=np.uint8)
+    base = np.ascontiguousarray(np.broadcast_to(values[None, :], (256, 256)))
+    top = np.ascontiguousarray(base.T)
+    lut = cv2.addWeighted(base, 1.0 - alpha, top, alpha, 0.0)
+    return torch.from_numpy(lut.reshape(-1)).to(device)
 
 
-def to_uint8(values: torch.Tensor) -> torch.Tensor:
-    """Round half to even and saturate to uint8, as OpenCV's ``saturate_cast`` does."""
-    return values.round_().clamp_(0, 255).to(torch.uint8)
+def _lookup(lut: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """``lut[index]`` (an int32 index), written into ``out`` when given."""
+    if out is None:
+        return lut.index_select(0, index.view(-1)).view(index.shape)
+    torch.index_select(lut, 0, index.view(-1), out=out.view(-1))
+    return out
 
 
 def seg_overlay(rgb: torch.Tensor, labels: torch.Tensor, alpha: float = 0.5,
-                order: str = 'rgb') -> torch.Tensor:
+                order: str = 'rgb', out: torch.Tensor | None = None) -> torch.Tensor:
     """
     Class palette blended over ``rgb`` (HxWx3 uint8) on the person; uint8 in ``order``.
 
     One table lookup per value (integer only): the same bytes as ``cv2.addWeighted``.
     """
     lut = _seg_lut(float(alpha), order, rgb.device)
-    classes = lut.numel() // 768
-    base = rgb.flip(-1) if order == 'bgr' else rgb
-    row = labels.to(torch.int32).clamp_(max=classes - 1).mul_(768)[..., None]
-    return lut[row + _CHANNEL_OFFSETS.to(rgb.device) + base.to(torch.int32)]
-
-
-_CHANNEL_OFFSETS = torch.tensor([0, 256, 512], dtype=torch.int32)
+    row = labels.to(torch.int32).clamp_(max=lut.numel() // 768 - 1).mul_(768)
+    index = torch.empty(rgb.shape, dtype=torch.int32, device=rgb.device)
+    for c in range(3):
+        source = 2 - c if order == 'bgr' else c
+        torch.add(row, rgb[..., source], alpha=1, out=index[..., c]).add_(256 * c)
+    return _lookup(lut, index, out)
 
 
 def normal_colors(normals: torch.Tensor) -> torch.Tensor:
-    """Unit normals (HxWx3) to RGB uint8 ``(n + 1) * 127.5``, truncated; non-finite are black."""
-    rgb = torch.nan_to_num((normals.float() + 1.0) * 127.5, nan=0.0, posinf=255.0, neginf=0.0)
-    return rgb.clamp_(0, 255).to(torch.uint8)
+    """Map unit normals (HxWx3) to RGB uint8 ``(n + 1) * 127.5``, truncated; non-finite: black."""
+    return _normal_levels(normals).to(torch.uint8)
 
 
-def normal_overlay(rgb: torch.Tensor, normals: torch.Tensor, alpha: float = 0.6) -> torch.Tensor:
-    """Normal colours blended over ``rgb`` with weight ``alpha``; RGB uint8."""
-    return to_uint8(blend(rgb, normal_colors(normals), alpha))
+def _normal_levels(normals: torch.Tensor) -> torch.Tensor:
+    """``(n + 1) * 127.5`` saturated to [0, 255] (NaN to 0), float32, before truncation."""
+    levels = torch.empty(normals.shape, dtype=torch.float32, device=normals.device)
+    torch.add(normals, 1.0, out=levels)  # row-major whatever the normals' strides
+    return levels.mul_(127.5).nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255)
 
 
-def normals16(normals: torch.Tensor) -> torch.Tensor:
+def normal_overlay(rgb: torch.Tensor, normals: torch.Tensor, alpha: float = 0.6,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
+    """Blend the normal colours over ``rgb`` with weight ``alpha``; RGB uint8 (a table lookup)."""
+    index = _normal_levels(normals).to(torch.int32)  # truncation, as the uint8 colours
+    index.mul_(256).add_(rgb)
+    return _lookup(_blend_lut(float(alpha), rgb.device), index, out)
+
+
+def normals16(normals: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """``16SC3`` encoding of unit normals: ``round(n * 32767)`` as int16 (NaN to 0)."""
-    scaled = torch.nan_to_num(normals.float(), nan=0.0).clamp_(-1, 1) * NORMAL16_SCALE
-    return scaled.round_().to(torch.int16)
+    scaled = torch.nan_to_num(normals.float(), nan=0.0).clamp_(-1, 1).mul_(NORMAL16_SCALE)
+    scaled.round_()
+    return scaled.to(torch.int16) if out is None else out.copy_(scaled)
 
 
 def pack_rgb(colors: torch.Tensor) -> torch.Tensor:
@@ -159,8 +180,8 @@ def pack_rgb(colors: torch.Tensor) -> torch.Tensor:
     return (c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]
 
 
-def cloud_records(points: torch.Tensor, colors: torch.Tensor,
-                  labels: torch.Tensor | None) -> torch.Tensor:
+def cloud_records(points: torch.Tensor, colors: torch.Tensor, labels: torch.Tensor | None,
+                  out: torch.Tensor | None = None) -> torch.Tensor:
     """
     ``(N, 4|5)`` int32 rows holding the bytes of :data:`CLOUD_DTYPE` / ``CLOUD_LABEL_DTYPE``.
 
@@ -170,7 +191,7 @@ def cloud_records(points: torch.Tensor, colors: torch.Tensor,
     columns = [points.float().contiguous().view(torch.int32), pack_rgb(colors)[:, None]]
     if labels is not None:
         columns.append(labels.to(torch.int32)[:, None])
-    return torch.cat(columns, 1)
+    return torch.cat(columns, 1) if out is None else torch.cat(columns, 1, out=out)
 
 
 def cloud_dtype(with_labels: bool) -> np.dtype:
@@ -178,48 +199,68 @@ def cloud_dtype(with_labels: bool) -> np.dtype:
     return CLOUD_LABEL_DTYPE if with_labels else CLOUD_DTYPE
 
 
-def masked_depth(xyz: torch.Tensor, labels: torch.Tensor | None, stride: int) -> torch.Tensor:
+def masked_depth(xyz: torch.Tensor, labels: torch.Tensor | None, stride: int,
+                 out: torch.Tensor | None = None) -> torch.Tensor:
     """``(Hs, Ws)`` z in metres from a strided XYZ map, NaN where ``labels`` is background."""
     depth = xyz[..., 2]
     if labels is None:
-        return depth
+        return depth.clone() if out is None else out.copy_(depth)
     bg = labels[::stride, ::stride][:depth.shape[0], :depth.shape[1]] == 0
-    return depth.masked_fill(bg, float('nan'))
+    nan = torch.tensor(float('nan'), device=depth.device)
+    return torch.where(bg, nan, depth) if out is None else torch.where(bg, nan, depth, out=out)
 
 
-def render_tensors(request: RenderRequest, rgb: torch.Tensor | None, labels: torch.Tensor | None = None,
-                   normals: torch.Tensor | None = None,
-                   pointmap: dict | None = None) -> dict[str, torch.Tensor]:
+def render_tensors(request: RenderRequest, rgb: torch.Tensor | None,
+                   labels: torch.Tensor | None = None, normals: torch.Tensor | None = None,
+                   pointmap: dict | None = None) -> dict[str, torch.Tensor | np.ndarray]:
     """
     Compute the requested outputs of one frame from what ran, on the inputs' device.
 
     ``rgb`` is the frame (HxWx3 uint8 RGB), ``labels`` the seg map, ``normals`` HxWx3,
     ``pointmap`` the pipeline's per-frame dict (``xyz``, ``points``, ``colors``, ``labels``,
-    ``stride``). Outputs whose inputs are missing (overlays without ``rgb``) are left out.
+    ``stride``). Outputs whose inputs are missing (overlays without ``rgb``) are left out. On
+    the CPU each raw output is written straight into its message-ready host array (returned
+    instead of a tensor): no copy follows.
     """
     names, alpha = request.names, request.overlay_alpha
-    out = {}
+    inputs = [t for t in (rgb, labels, normals) if t is not None]
+    cpu = bool(inputs) and inputs[0].device.type == 'cpu'
+    out: dict = {}
+
+    def emit(name: str, shape: tuple, dtype, make) -> None:
+        if cpu and name in request.outputs:  # write into the host buffer directly
+            host = host_empty(tuple(shape), dtype)
+            make(torch.from_numpy(host))
+            out[name] = host
+        else:
+            out[name] = make(None)
+
     if labels is not None:
         if 'seg_overlay' in names and rgb is not None:
-            out['seg_overlay'] = seg_overlay(rgb, labels, alpha, OVERLAY_ORDER['seg_overlay'])
+            emit('seg_overlay', rgb.shape, np.uint8, lambda o: seg_overlay(
+                rgb, labels, alpha, OVERLAY_ORDER['seg_overlay'], o))
         if 'seg_labels' in names:
             out['seg_labels'] = labels
     if normals is not None:
         if 'normal_overlay' in names and rgb is not None:
-            out['normal_overlay'] = normal_overlay(rgb, normals, alpha)
+            emit('normal_overlay', rgb.shape, np.uint8,
+                 lambda o: normal_overlay(rgb, normals, alpha, o))
         if 'normal16' in names:
-            out['normal16'] = normals16(normals)
+            emit('normal16', normals.shape, np.int16, lambda o: normals16(normals, o))
     if pointmap is not None:
         if 'depth' in names:
             mask = labels if request.foreground_only else None
-            out['depth'] = masked_depth(pointmap['xyz'], mask, pointmap['stride'])
+            emit('depth', pointmap['xyz'].shape[:2], np.float32,
+                 lambda o: masked_depth(pointmap['xyz'], mask, pointmap['stride'], o))
         if 'cloud' in names:
-            out['cloud'] = cloud_records(pointmap['points'], pointmap['colors'],
-                                         pointmap['labels'])
+            width = 4 if pointmap['labels'] is None else 5
+            emit('cloud', (len(pointmap['points']), width), np.int32, lambda o: cloud_records(
+                pointmap['points'], pointmap['colors'], pointmap['labels'], o))
     return out
 
 
-def to_buffers(tensors: dict[str, torch.Tensor], request: RenderRequest) -> dict[str, np.ndarray]:
+def to_buffers(tensors: dict[str, torch.Tensor | np.ndarray],
+               request: RenderRequest) -> dict[str, np.ndarray]:
     """
     Host copies of rendered tensors (one message-ready buffer each) and the encoded images.
 
@@ -228,7 +269,8 @@ def to_buffers(tensors: dict[str, torch.Tensor], request: RenderRequest) -> dict
     out = {}
     for name in request.outputs:
         if name in tensors:
-            out[name] = to_host(tensors[name])
+            value = tensors[name]
+            out[name] = value if isinstance(value, np.ndarray) else to_host(value)
     if 'cloud' in out:
         cloud = out['cloud']
         out['cloud'] = cloud.view(cloud_dtype(cloud.shape[1] == 5)).reshape(-1)
@@ -236,13 +278,6 @@ def to_buffers(tensors: dict[str, torch.Tensor], request: RenderRequest) -> dict
         if name in tensors:
             data = encode(tensors[name], fmt, ENCODABLE[name], request.jpeg_quality)
             out[f'{name}.{fmt}'] = host_copy(data)
-    return out
-
-
-def host_copy(values: np.ndarray) -> np.ndarray:
-    """Copy ``values`` into a message-ready host buffer (for the small encoded images)."""
-    out = host_empty(values.shape, values.dtype)
-    out[...] = values
     return out
 
 
@@ -260,6 +295,7 @@ def render_result(result, image_rgb: np.ndarray | None,
     pointmap = None if pm is None else {
         'xyz': tensor(pm.xyz), 'points': tensor(pm.points), 'colors': tensor(pm.colors),
         'labels': tensor(pm.labels), 'stride': pm.stride}
-    tensors = render_tensors(request, tensor(image_rgb), tensor(result.seg.labels) if result.seg else None,
-                             tensor(result.normal.normals) if result.normal else None, pointmap)
+    labels = tensor(result.seg.labels) if result.seg is not None else None
+    normals = tensor(result.normal.normals) if result.normal is not None else None
+    tensors = render_tensors(request, tensor(image_rgb), labels, normals, pointmap)
     return to_buffers(tensors, request)

@@ -40,7 +40,7 @@ from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..core import render as R
-from ..core.hostbuf import owning_buffer
+from ..core.hostbuf import as_buffer
 from ..core.metadata import keypoint_info, seg_class_info
 from ..core.pipeline import FrameResult
 
@@ -117,22 +117,16 @@ def byte_array(values: np.ndarray) -> array.array:
 
     No copy when ``values`` spans a message-ready buffer (a pipeline result); one otherwise.
     """
-    owned = owning_buffer(values)
-    if owned is not None:
-        return owned
-    out = array.array('B')
-    out.frombytes(np.ascontiguousarray(values).reshape(-1).view(np.uint8).data)
-    return out
+    return as_buffer(np.asarray(values))
 
 
 def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
     """``sensor_msgs/Image`` from an HxW or HxWxC array (dtype must match ``encoding``)."""
-    pixels = np.ascontiguousarray(pixels)
+    channels = pixels.shape[2] if pixels.ndim == 3 else 1
     msg = Image(header=header, height=int(pixels.shape[0]), width=int(pixels.shape[1]),
                 encoding=encoding, is_bigendian=_BIG and pixels.dtype.itemsize > 1)
-    msg.step = int(pixels.strides[0]) if pixels.size else int(pixels.shape[1]) * \
-        pixels.dtype.itemsize * (pixels.shape[2] if pixels.ndim == 3 else 1)
-    msg.data = byte_array(pixels)
+    msg.step = int(pixels.shape[1]) * pixels.dtype.itemsize * channels
+    msg.data = byte_array(pixels)  # row-major whatever the strides: no padding
     return msg
 
 
@@ -300,7 +294,7 @@ def _wanted(result: FrameResult, options: MessageOptions, image: np.ndarray | No
 def render_request(outputs: Collection[str] | None,
                    options: MessageOptions | None = None) -> R.RenderRequest:
     """
-    What the pipeline should render on its device for these output suffixes (None: every raw).
+    Say what the pipeline should render on its device for these suffixes (None: every raw).
 
     Pass it as ``pipeline(frames, render=...)``: the messages then copy no bulk data.
     """
