@@ -418,7 +418,9 @@ def main() -> None:
     ap.add_argument('--foreground', type=float, default=0.35,
                     help='fraction of the frame the (fixed) person covers')
     ap.add_argument('--device', default='cpu')
-    ap.add_argument('--threads', type=int, default=0, help='torch threads (0: default)')
+    ap.add_argument('--threads', type=int, default=1,
+                    help='torch threads (0: torch default); 1 avoids OpenMP oversubscription '
+                         'on a shared CPU')
     ap.add_argument('--no-publish', action='store_true', help='skip the cross-process table')
     ap.add_argument('--messages', type=int, default=20, help='messages per output published')
     ap.add_argument('--topics', default='')

@@ -72,8 +72,8 @@ TOPIC_TYPES.update({s: CompressedImage for s in COMPRESSED_OUTPUTS})
 OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
 OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
 
-#: The outputs a robot wants at 30 Hz, and what a bag gets by default: about 2-4 MB per
-#: 1024x768 frame with the node's defaults (pointmap_stride 2, foreground only; docs/topics.md).
+#: The outputs a robot wants at 30 Hz: 3.65 MB per 1024x768 frame with a person on 35 % of it,
+#: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md.
 DEFAULT_OUTPUTS: tuple[str, ...] = (
     'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
     'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth')
