@@ -325,8 +325,10 @@ class Pipeline:
         """
         Copy the final device arrays to the host (the only transfer of results).
 
-        Each lands in a message-ready buffer (:mod:`.hostbuf`); a rendered point cloud is the
-        one copy of the kept points (``PointmapResult.points`` is a view of its x, y, z).
+        From a GPU each array lands in a message-ready buffer (:mod:`.hostbuf`); on the CPU the
+        arrays are views (rendered outputs were written straight into such buffers). A rendered
+        point cloud is the one copy of the kept points (``PointmapResult.points`` is a view of
+        its x, y, z).
         """
         def host(t, dtype=None):
             return to_host(t, dtype) if isinstance(t, torch.Tensor) else t

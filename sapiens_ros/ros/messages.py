@@ -81,6 +81,9 @@ DEFAULT_OUTPUTS: tuple[str, ...] = (
 #: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
 NORMAL_ENCODINGS = ('32FC3', '16SC3')
 
+#: Encoding of each image output with a compressed variant, as published raw.
+_ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
+
 #: The rendered buffer behind each output (``core.render`` names).
 _RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
              'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
@@ -340,8 +343,7 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
 
     def compressed(suffix: str) -> CompressedImage:
         name, fmt = _encoded(suffix, options)
-        raw = COMPRESSED_OUTPUTS[suffix]
-        encoding = 'mono8' if raw == 'seg/labels' else _ENCODING[raw]
+        encoding = _ENCODING[COMPRESSED_OUTPUTS[suffix]]
         return compressed_msg(header, buffers[f'{name}.{fmt}'], encoding, fmt)
 
     def normal_image() -> Image:
@@ -364,7 +366,3 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     }
     builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})
     return {suffix: builders[suffix]() for suffix in wanted}
-
-
-#: Encoding of each image output as published.
-_ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
