@@ -32,14 +32,12 @@ class NormalResult:
 
 
 def unit_normals(raw: torch.Tensor, letterbox: Letterbox) -> torch.Tensor:
-    """``(H, W, 3)`` float32 unit normals (row-major) from the raw head output ``(3, h, w)``."""
+    """``(H, W, 3)`` float32 unit normals from the raw head output ``(3, h, w)``."""
     n = sample_map(_unit(raw.float()), letterbox)
-    out = torch.empty(n.shape[1:] + (3,), dtype=torch.float32, device=n.device)
-    _unit(n, out=out.permute(2, 0, 1))  # written interleaved: no separate transpose pass
-    return out
+    return _unit(n).permute(1, 2, 0)
 
 
-def _unit(v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def _unit(v: torch.Tensor) -> torch.Tensor:
     """Normalise ``(3, H, W)`` vectors; plane arithmetic beats a strided norm over dim 0."""
     norm = torch.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).clamp_min(1e-8)
-    return torch.div(v, norm, out=out) if out is not None else v / norm
+    return v / norm
