@@ -288,8 +288,8 @@ def main() -> None:
     print('| measure | value |\n|---|---|')
     print(f'| core pipeline rate (before / after the node run) | {core_before:.2f} / '
           f'{core_after:.2f} fps |')
-    print(f'| node end-to-end processed rate, every {args.outputs} output subscribed '
-          '(3 processes) | '
+    which = 'output of the default set' if args.outputs == 'default' else 'raw output'
+    print(f'| node end-to-end processed rate, every {which} subscribed (3 processes) | '
           f"{node.get('rate', 0.0):.2f} fps |")
     print(f"| ratio node / core (mean of before and after) | {node.get('rate', 0.0) / core:.2f} |")
     print(f"| node rate, one output per task subscribed | {light.get('rate', 0.0):.2f} fps, "
