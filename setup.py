@@ -42,6 +42,7 @@ setup(
         'onnx': ['onnx', 'onnxruntime', 'onnxscript'],
         'gpu': ['onnx', 'onnxruntime-gpu', 'onnxscript'],
         'tensorrt': ['tensorrt'],
+        'fleet': ['ray>=2.9'],  # sapiens-ros replay --workers N (many bags on Ray)
         'test': ['pytest', 'pyyaml', 'onnx', 'onnxruntime', 'onnxscript', 'mcap',
                  'mcap-ros2-support'],
     },

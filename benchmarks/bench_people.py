@@ -23,6 +23,9 @@ People figures: keypoint decoding accuracy, One-Euro jitter and lag, tracker cos
 2. One-Euro on a synthetic noisy keypoint trajectory at 30 fps (still, then constant speed):
    jitter (RMS error while still) and lag (mean error / speed while moving), raw vs filtered.
 3. PersonTracker.update cost per frame for 1, 3 and 8 people with 308 keypoints.
+4. What the node adds per frame (1, 3, 8 people, 640x480): PeopleState.update without and with
+   a 16UC1 depth image (keypoint depth, pointmap scale fit over 100k foreground points), and
+   build_messages' pose and people outputs with and without the People (needs rclpy).
 
     python benchmarks/bench_people.py [--repeat 50]
 """
@@ -34,7 +37,10 @@ import statistics
 import time
 
 import numpy as np
-from sapiens_ros.core.heads.pose import decode_heatmaps, gaussian_heatmaps
+from sapiens_ros.core.heads.pointmap import PointmapResult
+from sapiens_ros.core.heads.pose import decode_heatmaps, gaussian_heatmaps, PoseResult
+from sapiens_ros.core.people import PeopleState
+from sapiens_ros.core.pipeline import FrameResult
 from sapiens_ros.core.smoothing import OneEuroConfig, OneEuroFilter
 from sapiens_ros.core.tracking import PersonTracker
 import torch
@@ -122,6 +128,61 @@ def tracker_table(repeat: int) -> None:
         print(f'| {n} | {statistics.median(times[5:]):.2f} |')
 
 
+def _frame(rng: np.random.Generator, n: int, i: int, h: int = 480, w: int = 640) -> FrameResult:
+    """Return a synthetic 640x480 result: ``n`` people walking, a foreground pointmap."""
+    c = np.stack([np.linspace(120, 520, n), np.full(n, 240.0)], -1)
+    c = c + [i * 2.0, 0]
+    boxes = np.concatenate([c - [50, 120], c + [50, 120]], 1).astype(np.float32)
+    kps = (c[:, None] + rng.uniform(-50, 50, (n, 308, 2))).astype(np.float32)
+    pose = PoseResult(kps, np.full((n, 308), 0.9, np.float32), boxes, np.ones(n, np.float32))
+    ys, xs = np.mgrid[40:440, 120:370]  # 100k foreground pixels
+    pixels = np.stack([xs.ravel(), ys.ravel()], -1).astype(np.int32)
+    z = (rng.normal(1.0, 0.01, len(pixels))).astype(np.float32)  # predicted: scale 1/2
+    points = np.stack([z * 0, z * 0, z], -1)
+    pointmap = PointmapResult(np.zeros((h, w, 3), np.float32), points,
+                              np.zeros((len(pixels), 3), np.uint8), None, pixels, 1.0,
+                              'predicted', 1)
+    xyz = np.concatenate([kps * 0.002, np.ones((n, 308, 1), np.float32)], -1)
+    return FrameResult((h, w), pose=pose, pointmap=pointmap, keypoints_xyz=xyz)
+
+
+def node_cost_table(repeat: int) -> None:
+    """Print the per-frame cost of the people step and of the messages with people."""
+    try:
+        from sapiens_ros.ros.messages import build_messages, MessageOptions
+        from std_msgs.msg import Header
+    except ImportError:  # no rclpy: the core half only
+        build_messages = None
+    K = np.array([[525.0, 0, 319.5], [0, 525.0, 239.5], [0, 0, 1]])
+    depth = np.full((480, 640), 2000, np.uint16)
+    outputs = ('pose/keypoints', 'pose/persons', 'pose/markers', 'people/poses', 'people/ids')
+    print('| people | update ms | update + depth ms | messages ms | messages with people ms |')
+    print('|---|---|---|---|---|')
+    rng = np.random.default_rng(2)
+    for n in (1, 3, 8):
+        times: dict[str, list] = {k: [] for k in ('plain', 'depth', 'msg', 'msg_people')}
+        plain, rgbd = PeopleState(), PeopleState()
+        for i in range(repeat + 5):
+            frame = _frame(rng, n, i)
+            start = time.perf_counter()
+            plain.update(frame, i / 30)
+            mid = time.perf_counter()
+            people = rgbd.update(frame, i / 30, depth=depth, K=K, depth_encoding='16UC1')
+            end = time.perf_counter()
+            times['plain'].append((mid - start) * 1e3)
+            times['depth'].append((end - mid) * 1e3)
+            if build_messages is not None:
+                options = MessageOptions(outputs=outputs)
+                start = time.perf_counter()
+                build_messages(Header(), frame, options)
+                mid = time.perf_counter()
+                build_messages(Header(), frame, options, None, people)
+                times['msg'].append((mid - start) * 1e3)
+                times['msg_people'].append((time.perf_counter() - mid) * 1e3)
+        cells = [f'{statistics.median(v[5:]):.2f}' if v else '-' for v in times.values()]
+        print(f'| {n} | ' + ' | '.join(cells) + ' |')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--repeat', type=int, default=50)
@@ -136,6 +197,8 @@ def main() -> None:
     one_euro_table(0.02, 1.0, 3, 'm', ((1.0, 0.5), (1.0, 2.0), (1.0, 5.0)), (1.0, 2.0))
     print('\n## Tracker cost\n')
     tracker_table(args.repeat)
+    print('\n## People step and messages per frame in the node (640x480)\n')
+    node_cost_table(args.repeat)
 
 
 if __name__ == '__main__':

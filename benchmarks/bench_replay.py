@@ -24,11 +24,19 @@ same decoded frames in the same batches. Target: replay / core >= 0.90.
     python benchmarks/bench_replay.py [--frames 12] [--size 480x640] [--batch 1,4]
         [--tasks pose,seg,normal,pointmap] [--input-size 256x192] [--compressed]
         [--layout tiny|0.4b]
+
+``--ray``: the overhead of Ray. The same bags (``--bags`` of ``--frames`` each) through the
+many-bag replay with ``--workers 1`` (in this process, no Ray) and ``--workers 2`` (a local
+Ray, one CPU and one torch thread per worker); wall time includes loading the pipeline(s) and,
+for Ray, starting it (also shown alone).
+
+    python benchmarks/bench_replay.py --ray [--bags 4] [--frames 6] [--layout tiny|0.4b]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 import sys
 import tempfile
@@ -58,6 +66,70 @@ def core_rate(pipe: Pipeline, rgb: list, batch: int, compressed: bool) -> float:
     return len(inputs) / (time.perf_counter() - start)
 
 
+def make_pipeline(tasks: tuple, layout: str, model_dir: str, input_size: tuple) -> Pipeline:
+    """Build the benchmark's pipeline (module level: Ray workers unpickle and call it)."""
+    config = PipelineConfig(input_size=input_size)
+    if layout == 'tiny':
+        return load_pipeline(tasks, model_dir=model_dir, config=config)
+    # Real layouts are GBs: build them in memory instead of saving them.
+    return Pipeline({t: TorchRunner(t, random_model(t, layout, tiny=False,
+                                                    input_size=input_size))
+                     for t in tasks}, config)
+
+
+def ray_overhead(args, tmp: Path, tasks: tuple, size: tuple, input_size: tuple) -> None:
+    """Print the Ray overhead table: --workers 1 without Ray against --workers 2 on Ray."""
+    import functools
+    import logging
+
+    from skimage import data
+
+    from sapiens_ros.replay.fleet import Fleet, FleetOptions, LocalExecutor
+    from sapiens_ros.replay.ray_workers import RayExecutor
+
+    from transformers.utils import logging as hf_logging
+
+    logging.basicConfig(level=logging.WARNING)
+    hf_logging.disable_progress_bar()
+    os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+    rgb = frames(data.astronaut(), args.frames, size)
+    for b in range(args.bags):
+        camera_bag(tmp / 'bags' / f'bag{b}', rgb, 'mcap', 'jazzy', compressed=args.compressed)
+    if args.layout == 'tiny':
+        save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
+    factory = functools.partial(make_pipeline, tasks, args.layout, str(tmp / 'models'),
+                                input_size)
+    total = args.bags * args.frames
+    print(f'{args.bags} bags x {args.frames} frames {size[1]}x{size[0]}, tasks '
+          f'{",".join(tasks)}, {args.layout} random models at {input_size[0]}x{input_size[1]}, '
+          f'CPU ({os.cpu_count()} cores); wall time includes loading the models')
+    print('| run | workers | Ray start s | wall s | frames/s | ratio | frames/s once loaded '
+          '| ratio |')
+    print('|---|---|---|---|---|---|---|---|')
+    base = None
+    for r in range(args.repeat):
+        for workers in (1, 2):
+            opt = FleetOptions([str(tmp / 'bags')], str(tmp / f'out_{workers}_{r}'),
+                               ReplayOptions('', '', batch=1), workers=workers,
+                               progress=False)
+            start = time.perf_counter()
+            fleet = Fleet(opt)
+            ray_start = 0.0
+            if workers == 1:
+                executor = LocalExecutor(factory)
+            else:
+                executor = RayExecutor(factory, opt)
+                ray_start = time.perf_counter() - start
+            result = fleet.run(executor)
+            end = time.perf_counter()
+            assert sum(row.processed for row in result.manifest.rows.values()) == total
+            rate, loaded = total / (end - start), total / (end - executor.ready_at)
+            base = (rate, loaded) if workers == 1 else base
+            print(f'| {r + 1} | {workers}{" (Ray)" if workers > 1 else " (no Ray)"} | '
+                  f'{ray_start:.1f} | {end - start:.1f} | {rate:.2f} | {rate / base[0]:.2f} | '
+                  f'{loaded:.2f} | {loaded / base[1]:.2f} |', flush=True)
+
+
 def main() -> None:
     """Print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
@@ -70,26 +142,27 @@ def main() -> None:
                     help='random-weight layout: tiny (saved and loaded) or a real size, e.g. 0.4b')
     ap.add_argument('--compressed', action='store_true', help='JPEG CompressedImage input')
     ap.add_argument('--repeat', type=int, default=2, help='alternating runs; best of each')
+    ap.add_argument('--ray', action='store_true',
+                    help='Ray overhead: --workers 1 (no Ray) vs --workers 2 (Ray) on --bags')
+    ap.add_argument('--bags', type=int, default=4, help='--ray: number of bags')
     args = ap.parse_args()
     size = tuple(int(v) for v in args.size.split('x'))
     input_size = tuple(int(v) for v in args.input_size.split('x'))
     tasks = tuple(args.tasks.split(','))
+    tmp = Path(tempfile.mkdtemp(prefix='bench_replay_'))
+    if args.ray:
+        ray_overhead(args, tmp, tasks, size, input_size)
+        return
     from skimage import data
 
-    tmp = Path(tempfile.mkdtemp(prefix='bench_replay_'))
     rgb = frames(data.astronaut(), args.frames, size)
     src = camera_bag(tmp / 'in', rgb, 'mcap', 'jazzy', compressed=args.compressed)
     if args.compressed:  # the pipeline sees what the decoder gives: the JPEG's pixels
         rgb = [cv2.imdecode(cv2.imencode('.jpg', f[..., ::-1])[1], cv2.IMREAD_COLOR)[..., ::-1]
                for f in rgb]
-    config = PipelineConfig(input_size=input_size)
     if args.layout == 'tiny':
         save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
-        pipe = load_pipeline(tasks, model_dir=str(tmp / 'models'), config=config)
-    else:  # real layouts are GBs: build them in memory instead of saving them
-        pipe = Pipeline({t: TorchRunner(t, random_model(t, args.layout, tiny=False,
-                                                        input_size=input_size))
-                         for t in tasks}, config)
+    pipe = make_pipeline(tasks, args.layout, str(tmp / 'models'), input_size)
     pipe(rgb[:1])  # warm-up
     print(f'{args.frames} frames {size[1]}x{size[0]} '
           f'{"jpeg" if args.compressed else "rgb8"}, tasks {",".join(tasks)}, {args.layout} '

@@ -16,6 +16,7 @@
 Demo without a camera: sample camera + perception node + monitor.
 
 ros2 launch sapiens_ros demo.launch.py random_weights:=true
+ros2 launch sapiens_ros demo.launch.py source:=rgbd_bag/ depth:=depth random_weights:=true
 """
 
 import os
@@ -41,6 +42,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('device', default_value='cpu', description='cpu or cuda'),
         DeclareLaunchArgument('output_dir', default_value='sapiens_demo',
                               description='where the monitor writes overlay images'),
+        DeclareLaunchArgument('depth', default_value='',
+                              description='depth:=depth for an RGB-D bag source (the sample '
+                              'camera publishes its aligned depth on "depth")'),
     ]
     camera = Node(package='sapiens_ros', executable='sample_camera', name='sample_camera',
                   namespace='demo', output='screen',
@@ -50,7 +54,8 @@ def generate_launch_description() -> LaunchDescription:
         PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'perception.launch.py')),
         launch_arguments={'namespace': 'demo', 'camera': 'image',
                           'random_weights': LaunchConfiguration('random_weights'),
-                          'device': LaunchConfiguration('device')}.items())
+                          'device': LaunchConfiguration('device'),
+                          'depth': LaunchConfiguration('depth')}.items())
     monitor = Node(package='sapiens_ros', executable='monitor', name='monitor',
                    namespace='demo', output='screen',
                    parameters=[{'output_dir': LaunchConfiguration('output_dir')}])

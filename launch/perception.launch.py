@@ -17,6 +17,8 @@ Launch sapiens_ros perception_node for one camera, or one node per camera namesp
 
 ros2 launch sapiens_ros perception.launch.py camera:=/camera/image_raw
 ros2 launch sapiens_ros perception.launch.py cameras:=front,rear device:=cuda dtype:=bf16
+ros2 launch sapiens_ros perception.launch.py camera:=/cam/color/image_raw \
+    depth:=/cam/aligned_depth_to_color/image_raw
 """
 
 import os
@@ -50,6 +52,8 @@ ARGUMENTS = (
     ('allow_build', '', 'false: never build ONNX graphs / TensorRT engines at start-up'),
     ('engine_batch', '', 'TensorRT/ONNX batch profile min:opt:max (default: params_file)'),
     ('cache_dir', '', 'ONNX/TensorRT cache folder (default: ~/.cache/sapiens_ros)'),
+    ('depth', '', ('aligned depth image topic (16UC1 mm / 32FC1 m): sets use_depth and remaps '
+                   'the node\'s "depth" onto it (relative names resolve in each namespace)')),
     ('use_rviz', 'false', 'start RViz'),
     ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
                              f'RMW is Fast DDS and none is set')),
@@ -78,6 +82,8 @@ def _nodes(context, *args, **kwargs):
         remaps = [('image', topic), ('image/compressed', topic.rstrip('/') + '/compressed'),
                   ('camera_info', topic.rsplit('/', 1)[0] + '/camera_info'
                    if '/' in topic.strip('/') else 'camera_info')]
+        if arg['depth']:
+            remaps.append(('depth', arg['depth']))
         actions.append(Node(package=PACKAGE, executable='perception_node',
                             name='perception_node', namespace=namespace or None,
                             parameters=[params_file, overrides], remappings=remaps,

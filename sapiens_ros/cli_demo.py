@@ -33,7 +33,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         'demo', help='see the ROS graph work without a camera (photo, video or bag)',
         description='Play the bundled photo (or a video/bag) as a camera, run the perception '
                     'node on it and print per-topic rates and latency.')
-    p.add_argument('--source', default='', help='video file or bag (default: bundled photo)')
+    p.add_argument('--source', default='', help='video file or bag (default: bundled photo); '
+                   'a bag with an aligned depth topic plays as an RGB-D camera')
     p.add_argument('--rate', type=float, default=5.0, help='camera frames per second')
     p.add_argument('--tasks', default='pose,seg,normal,pointmap')
     p.add_argument('--size', '--model-size', dest='model_size', default='0.4b',
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
 
     try:  # a wrong --source fails now, not after the models have loaded
-        check_source(args.source)
+        bag = check_source(args.source)
         input_size = _input_size(args.input_size, args.random_weights)
     except (SapiensError, ValueError) as exc:
         print(f'demo: {exc}', flush=True)
@@ -134,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
                      Parameter('autostart', value=False)]
         overrides += [Parameter(f'models.{task}', value=source)
                       for task, source in parse_overrides(args.model).items()]
+        if bag is not None and bag.depth:  # an RGB-D bag: the node pairs its depth
+            print(f'demo: RGB-D bag: colour {bag.image}, depth {bag.depth}, camera_info '
+                  f'{bag.camera_info or "(synthesised)"}', flush=True)
+            overrides.append(Parameter('use_depth', value=True))
         perception = PerceptionNode(namespace='demo', context=context,
                                     parameter_overrides=overrides)
         nodes.append(perception)

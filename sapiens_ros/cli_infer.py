@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--fx', type=float, default=None,
                    help='calibrated focal length in pixels for a metric pointmap')
     p.add_argument('--stride', type=int, default=1, help='pointmap pixel stride')
+    p.add_argument('--video', default=None, metavar='CLIP',
+                   help='a video file instead of images: people tracked over its frames, drawn '
+                        'with their ids into OUT/<stem>.people.mp4 (+ .people.jsonl)')
     p.add_argument('--out', required=True, help='output directory')
     p.set_defaults(run=run)
 
@@ -146,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     box_source = args.boxes if args.boxes in ('seg', 'full') else 'full'
     if args.boxes not in ('seg', 'full'):
         boxes = parse_boxes(args.boxes)
+    if args.video:
+        return _run_video(args, box_source, boxes)
     paths = [Path(p) for p in args.images] or [sample_image_path()]
     failed = {}
     for path in paths:  # bad paths are named before any model loads
@@ -191,3 +196,31 @@ def run(args: argparse.Namespace) -> int:
               f'{", ".join(str(p) for p in failed)}')
         return 1
     return 0
+
+
+def _run_video(args: argparse.Namespace, box_source: str, boxes) -> int:
+    """``infer --video``: the clip is checked before any model loads, then tracked."""
+    from .cli_video import run_video
+    from .core.pipeline import PipelineConfig
+    from .core.video import open_video, SourceError
+
+    if args.images:
+        print('error: give image files or --video, not both')
+        return 2
+    if not Path(args.video).is_file():
+        print(f'error: {args.video!r} is not a file')
+        return 2
+    try:
+        fps, frames = open_video(args.video)
+    except SourceError as exc:
+        print(f'error: {exc}')
+        return 2
+    config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=box_source,
+                            flip_test=args.flip, pointmap_stride=args.stride)
+    pipe = pipeline_from_args(args, config)
+    status = run_video(args, pipe, fps, frames, None if boxes is None else [boxes])
+    if args.random_weights:
+        from .cli import NOISE_BANNER
+
+        print(NOISE_BANNER)
+    return status

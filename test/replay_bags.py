@@ -101,3 +101,43 @@ def camera_bag(path: Path, rgb_frames: list, storage: str = 'mcap', distro: str 
     msgs += extra or []
     msgs.sort(key=lambda m: m[3])
     return write_bag(path, msgs, storage, distro)
+
+
+def cli_env() -> dict:
+    """Environment that runs this checkout's ``sapiens_ros`` in a subprocess."""
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    return dict(os.environ, PYTHONPATH=f'{root}{os.pathsep}{os.environ.get("PYTHONPATH", "")}')
+
+
+def start_cli(args: list[str]):
+    """Start ``sapiens-ros ARGS`` as a real subprocess (text pipes, line buffered)."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, '-m', 'sapiens_ros.cli', *args], env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            bufsize=1)
+
+
+def wait_for_progress(proc, lines: int = 1, timeout: float = 180.0) -> list[str]:
+    """
+    Read stderr until ``lines`` progress lines with frames done have been printed.
+
+    The plain progress line (``replay: N/T frames, ...``) comes at most once a second, after
+    the frames it counts were written; two such lines are at least one checkpoint apart.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    seen, out = 0, []
+    for line in proc.stderr:
+        out.append(line)
+        if line.startswith('replay: ') and not line.startswith('replay: 0/'):
+            seen += 1
+            if seen >= lines:
+                return out
+        if time.monotonic() > deadline:
+            break
+    raise AssertionError('no progress:\n' + ''.join(out))

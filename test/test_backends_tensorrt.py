@@ -276,10 +276,14 @@ def test_pin_fp32_pins_float_layers_only():
 
 
 def test_layer_matches():
-    names = {'node_pow_1', 'node_Sqrt_66'}
+    """Match names as the ONNX parser of TensorRT gives them: the node's, then _<n>."""
+    names = {'node_pow_1', 'node_Sqrt_66', 'node_of_val_12'}
     assert layer_matches('node_pow_1', names)
-    assert layer_matches('node_Sqrt_66_output_0', names)
+    assert layer_matches('node_Sqrt_66_1042', names)
+    assert layer_matches('node_of_val_12', names)  # an unnamed node, named by its output
     assert not layer_matches('node_MatMul_68', names)
+    assert not layer_matches('node_pow_12', names)
+    assert not layer_matches('node_Sqrt_66_output_0', names)
 
 
 def test_missing_tensorrt_names_the_fix(monkeypatch):

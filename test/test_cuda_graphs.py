@@ -47,7 +47,7 @@ def _fake_cache(monkeypatch, fn):
 
     monkeypatch.setattr(CudaGraphCache, 'wants', lambda self, x: True)
     monkeypatch.setattr(CudaGraphCache, '_capture', capture)
-    return CudaGraphCache(fn, batches=(2,))
+    return CudaGraphCache(fn, 'cuda', batches=(2,))
 
 
 def head(x):
@@ -110,7 +110,7 @@ def test_one_memory_pool_for_every_batch_size(monkeypatch):
     monkeypatch.setattr(torch.cuda, 'current_stream', lambda device=None: FakeStream())
     monkeypatch.setattr(torch.cuda, 'stream', lambda s: contextlib.nullcontext())
     monkeypatch.setattr(CudaGraphCache, 'wants', lambda self, x: True)
-    cache = CudaGraphCache(head)
+    cache = CudaGraphCache(head, 'cuda')
     for batch in (1, 2, 3):
         cache(torch.ones(batch, 3, 4, 2))
     assert len(pools) == 3 and pools[0] is not None and all(p is pools[0] for p in pools)

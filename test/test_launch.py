@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
@@ -41,9 +42,9 @@ from rclpy.parameter import parameter_value_to_python  # noqa: E402
 from ros_graph import qos  # noqa: E402
 from ros_procs import Proc, ROOT, ros_env  # noqa: E402
 from sapiens_ros.ros.launch_support import PROFILE_VAR  # noqa: E402
-from sapiens_ros.ros.messages import image_msg  # noqa: E402
-from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
-from sensor_msgs.msg import Image  # noqa: E402
+from sapiens_ros.ros.messages import image_msg, KEYPOINT_DTYPE, TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
 PACKAGE = 'sapiens_ros'
@@ -116,7 +117,9 @@ def _assert_clean_stop(proc: Proc, how: str) -> float:
     out = proc.output
     print(f'ros2 launch stop ({how}): rc {rc} in {seconds:.2f} s')
     assert rc == 0, f'rc {rc} after {seconds:.1f} s\n{out}'
-    assert seconds < 5.0, f'took {seconds:.1f} s\n{out}'
+    # A hang guard only (a loaded 2-core machine stretches every stop): the check below that
+    # launch never escalated to SIGTERM (after its 5 s) proves the nodes stopped on SIGINT.
+    assert seconds < 10.0, f'took {seconds:.1f} s\n{out}'
     assert 'Traceback' not in out and 'terminate called' not in out, out
     assert "sending signal 'SIGTERM'" not in out and 'SIGKILL' not in out, out  # no escalation
     assert 'process has died' not in out, out
@@ -197,6 +200,44 @@ def test_autostart_false_single_camera_and_sigint_to_launch(graph, tmp_path):
         assert state.current_state.label == 'unconfigured', state  # nothing configured it
         assert 'loading' not in proc.output, proc.output
         _assert_clean_stop(proc, 'sigint')  # one SIGINT to ros2 launch only
+    finally:
+        proc.kill()
+
+
+def test_depth_argument_pairs_an_rgbd_camera(graph):
+    """``depth:=<topic>`` sets use_depth and remaps the node's depth input; frames pair."""
+    proc = _launch('perception.launch.py', 'namespace:=rgbd', 'camera:=/rgbd/color/image_raw',
+                   'depth:=/rgbd/aligned_depth/image_raw', 'random_weights:=true',
+                   'tasks:=pose', 'input_size:=256x192', 'cpu_threads:=1')
+    try:
+        assert proc.wait_for('active: listening on /rgbd/color/image_raw and '
+                             '/rgbd/aligned_depth/image_raw', 90.0), proc.output
+        assert _parameters(graph, '/rgbd/perception_node', ['use_depth']) == {'use_depth': True}
+        kps = graph.collect(TOPIC_TYPES['pose/keypoints'], '/rgbd/pose/keypoints')
+        image = graph.publisher(Image, '/rgbd/color/image_raw')
+        depth = graph.publisher(Image, '/rgbd/aligned_depth/image_raw')
+        info = graph.publisher(CameraInfo, '/rgbd/color/camera_info')
+        for pub in (image, depth, info):
+            graph.wait_for_subscribers(pub)
+        photo = bundled_photo()[::4, ::4].copy()
+        wall = np.full(photo.shape[:2], 1500, np.uint16)  # 1.5 m, 16UC1 millimetres
+
+        def finite_z():
+            rows = [np.frombuffer(m.data, KEYPOINT_DTYPE) for m in kps]
+            return any(np.isfinite(r['z']).any() for r in rows)
+
+        end = time.monotonic() + 60.0
+        while not finite_z() and time.monotonic() < end:
+            header = Header(frame_id='rgbd_optical')
+            header.stamp = graph.tester.get_clock().now().to_msg()
+            info.publish(camera_info_for(header, *photo.shape[:2], 60.0))
+            depth.publish(image_msg(header, wall, '16UC1'))
+            image.publish(image_msg(header, photo, 'bgr8'))
+            graph.wait(finite_z, 0.3)
+        assert finite_z(), proc.output
+        z = np.concatenate([np.frombuffer(m.data, KEYPOINT_DTYPE)['z'] for m in kps])
+        assert np.allclose(z[np.isfinite(z)], 1.5, atol=1e-3)
+        _assert_clean_stop(proc, 'ctrl-c')
     finally:
         proc.kill()
 

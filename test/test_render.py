@@ -226,3 +226,19 @@ def test_device_finite_flags(image):
     pipe.runners['normal'] = _NanFirstFrame(pipe.runners['normal'], 'normals')
     first, second = pipe([image, image])
     assert first.non_finite() == 'normals' and second.non_finite() is None
+
+
+def test_depth_fitted_scale_reaches_the_rendered_cloud(rendered):
+    """``with_pointmap_scale`` (issue 11) scales the device-rendered cloud and depth too."""
+    from sapiens_ros.core.people import with_pointmap_scale
+
+    result, _, _ = rendered
+    before = result.rendered['cloud'].copy()
+    scaled = with_pointmap_scale(result, 2.0)
+    cloud = scaled.rendered['cloud']
+    for axis in 'xyz':
+        np.testing.assert_array_equal(cloud[axis], before[axis] * np.float32(2.0))
+    assert cloud['rgb'].tobytes() == before['rgb'].tobytes()
+    assert owning_buffer(cloud) is not None and np.shares_memory(scaled.pointmap.points, cloud)
+    np.testing.assert_array_equal(scaled.rendered['depth'], result.rendered['depth'] * 2)
+    assert result.rendered['cloud'].tobytes() == before.tobytes()  # the original is untouched

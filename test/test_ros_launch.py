@@ -113,7 +113,8 @@ def _assert_clean(proc: Proc, how: str, name: str) -> None:
     STOP_TIMES[(name, how)] = seconds
     out = proc.output
     assert rc == 0, f'{name} {how}: rc {rc} after {seconds:.1f} s\n{out}'
-    assert seconds < 5.0, f'{name} {how}: took {seconds:.1f} s\n{out}'
+    # A hang guard: measured stop times (about 0.5-2 s idle) are printed and in the docs.
+    assert seconds < 10.0, f'{name} {how}: took {seconds:.1f} s\n{out}'
     assert 'Traceback' not in out and 'terminate called' not in out, out
     assert not left, f'{name} {how}: still running: {left}'
 

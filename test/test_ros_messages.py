@@ -23,6 +23,7 @@ import pytest
 pytest.importorskip('sensor_msgs.msg')
 
 from ros_fixtures import tiny_pipeline  # noqa: E402
+from sapiens_ros.core.people import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
 from skimage import data as skdata  # noqa: E402
 
@@ -45,7 +46,8 @@ def _header():
 
 def _cloud(msg):
     names = [f.name for f in msg.fields]
-    formats = ['<f4' if f.datatype == 7 else '<u4' for f in msg.fields]
+    formats = ['<f4' if f.datatype == 7 else '<i4' if f.datatype == 5 else '<u4'
+               for f in msg.fields]
     dtype = np.dtype({'names': names, 'formats': formats,
                       'offsets': [f.offset for f in msg.fields], 'itemsize': msg.point_step})
     return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
@@ -53,14 +55,24 @@ def _cloud(msg):
 
 def test_every_output_and_header(frame):
     image, result = frame
-    msgs = M.build_messages(_header(), result, M.MessageOptions(score_threshold=0.0), image)
-    assert set(msgs) == {s for suffixes in M.TASK_OUTPUTS.values() for s in suffixes}
+    people = PeopleState().update(result, 12.000000345)
+    msgs = M.build_messages(_header(), result, M.MessageOptions(score_threshold=0.0), image,
+                            people)
+    raw = set(M.OUTPUT_TASK) - set(M.COMPRESSED_OUTPUTS)
+    assert set(msgs) == raw
+    assert set(M.build_messages(_header(), result, None, image)) == \
+        raw - set(M.PEOPLE_OUTPUTS)  # without people: as before
     msgs.update(M.build_messages(_header(), result, M.MessageOptions(
         outputs=set(M.COMPRESSED_OUTPUTS)), image))
     metadata = {'diagnostics', *M.INFO_TOPICS.values()}
     assert set(msgs) == set(M.OUTPUT_TASK) == set(M.TOPIC_TYPES) - metadata
     for suffix, msg in msgs.items():
         assert isinstance(msg, M.TOPIC_TYPES[suffix])
+        if suffix == 'people/ids':  # std_msgs/String has no header: the JSON carries it
+            data = json.loads(msg.data)
+            assert data['frame_id'] == 'camera_optical'
+            assert data['stamp'] == {'sec': 12, 'nanosec': 345}
+            continue
         inner = msg.markers if suffix == 'pose/markers' else [msg]
         for m in inner:
             assert m.header.frame_id == 'camera_optical'
@@ -71,14 +83,16 @@ def test_keypoints_and_persons(frame):
     image, result = frame
     msgs = M.build_messages(_header(), result, M.MessageOptions(), image)
     kp = msgs['pose/keypoints']
-    assert (kp.height, kp.width, kp.point_step) == (len(result.pose), 308, 24)
-    assert [f.name for f in kp.fields] == ['u', 'v', 'score', 'x', 'y', 'z']
+    assert (kp.height, kp.width, kp.point_step) == (len(result.pose), 308, 28)
+    assert [f.name for f in kp.fields] == ['u', 'v', 'score', 'x', 'y', 'z', 'id']
     cloud = _cloud(kp)
     np.testing.assert_allclose(cloud['u'], result.pose.keypoints[..., 0])
     np.testing.assert_allclose(cloud['score'], result.pose.scores)
     np.testing.assert_allclose(cloud['z'], result.keypoints_xyz[..., 2])
+    assert (cloud['id'] == -1).all()  # no people: untracked
     persons = _cloud(msgs['pose/persons'])
     np.testing.assert_allclose(persons['x_max'][0], result.pose.boxes[:, 2])
+    assert [f.name for f in msgs['pose/persons'].fields][-1] == 'id'
 
 
 def test_images_and_pointcloud(frame):
@@ -112,6 +126,7 @@ def test_markers_2d_and_3d(frame):
     assert markers[0].action == markers[0].DELETEALL
     assert markers[1].ns == 'skeleton3d/keypoints'  # the pointmap gave keypoint XYZ
     assert len(markers[1].points) == np.isfinite(result.keypoints_xyz).all(-1).sum()
+    assert not any(m.type == m.TEXT_VIEW_FACING for m in markers)  # untracked: no id text
     flat = dataclasses.replace(result, keypoints_xyz=None)
     markers = M.skeleton_markers(_header(), flat, opts).markers
     assert markers[1].ns == 'skeleton2d/keypoints'
@@ -131,3 +146,88 @@ def test_only_requested_outputs(frame):
     msgs = M.build_messages(_header(), result, M.MessageOptions(outputs={'seg/labels'}), image)
     assert list(msgs) == ['seg/labels']
     assert 'seg/overlay' not in M.build_messages(_header(), result, None, image=None)
+
+
+def _two_people(result):
+    """Return the photo's person and a copy shifted 60 px right: two rows for the tracker."""
+    pose = result.pose
+    shift = np.float32([60.0, 0.0])
+    two = dataclasses.replace(
+        pose, boxes=np.concatenate([pose.boxes, pose.boxes + np.tile(shift, 2)]),
+        keypoints=np.concatenate([pose.keypoints, pose.keypoints + shift]),
+        scores=np.concatenate([pose.scores, pose.scores]),
+        box_scores=np.concatenate([pose.box_scores, pose.box_scores]))
+    return dataclasses.replace(result, pose=two, keypoints_xyz=None)
+
+
+def test_people_ids_markers_and_smoothing_selection(frame):
+    """Ids per row in both clouds, id-coloured markers with text, raw or smoothed keypoints."""
+    _, result = frame
+    result = _two_people(result)
+    state = PeopleState()
+    state.update(result, 1.0)
+    rng = np.random.default_rng(0)
+    noisy = dataclasses.replace(result, pose=dataclasses.replace(
+        result.pose, keypoints=result.pose.keypoints + rng.normal(0, 2, (2, 308, 2)).astype(
+            np.float32)))
+    people = state.update(noisy, 1.1)
+    assert sorted(people.ids.tolist()) == [1, 2]
+    msgs = M.build_messages(_header(), noisy, M.MessageOptions(score_threshold=-1.0), None,
+                            people)
+    kp = _cloud(msgs['pose/keypoints'])
+    assert (kp['id'] == people.ids[:, None]).all()
+    np.testing.assert_array_equal(kp['u'], noisy.pose.keypoints[..., 0])  # raw by default
+    assert (_cloud(msgs['pose/persons'])['id'][0] == people.ids).all()
+    smooth = M.build_messages(_header(), noisy, M.MessageOptions(smooth_keypoints=True), None,
+                              people)
+    kp_smooth = _cloud(smooth['pose/keypoints'])
+    np.testing.assert_array_equal(kp_smooth['u'], people.smoothed[..., 0])
+    still = result.pose.keypoints[..., 0]
+    assert np.abs(kp_smooth['u'] - still).mean() < np.abs(kp['u'] - still).mean()
+    markers = msgs['pose/markers'].markers
+    texts = [m for m in markers if m.type == m.TEXT_VIEW_FACING]
+    assert sorted(m.text for m in texts) == ['1', '2']
+    points = [m for m in markers if m.type == m.POINTS]
+    assert len(points) == 2 and points[0].color != points[1].color  # one colour per id
+    np.testing.assert_allclose(points[0].points[3].x, people.smoothed[0, 3, 0] * 0.001,
+                               rtol=1e-5)  # markers smoothed by default
+    raw_opts = M.MessageOptions(score_threshold=-1.0, smooth_markers=False)
+    raw = M.skeleton_markers(_header(), noisy, raw_opts, people)
+    raw_points = [m for m in raw.markers if m.type == m.POINTS]
+    np.testing.assert_allclose(raw_points[0].points[3].x, noisy.pose.keypoints[0, 3, 0] * 0.001,
+                               rtol=1e-5)
+
+
+def test_people_poses_from_depth_and_scaled_pointmap(frame):
+    """
+    people/poses at the torso from a real depth image; the published pointmap is depth-scaled.
+
+    The tiny random pointmap predicts noise, so the fit is judged by the median ratio of the
+    published foreground depth to the plane (test_depth.py checks the fit on a clean pointmap).
+    """
+    image, result = frame
+    h, w = result.image_size
+    fx = 300.0
+    K = np.array([[fx, 0, w / 2], [0, fx, h / 2], [0, 0, 1.0]])
+    depth_mm = np.full((h // 2, w // 2), 2000, np.uint16)  # a 2 m wall, half resolution
+    people = PeopleState().update(result, 5.0, depth=depth_mm, K=K, depth_encoding='16UC1')
+    assert people.xyz_source == 'depth' and people.torso_valid.all()
+    msgs = M.build_messages(_header(), result, M.MessageOptions(), image, people)
+    poses = msgs['people/poses'].poses
+    ids = json.loads(msgs['people/ids'].data)['ids']
+    assert ids == people.ids.tolist() and len(poses) == len(ids) == 1
+    assert poses[0].position.z == pytest.approx(2.0, abs=1e-3)
+    np.testing.assert_allclose([poses[0].position.x, poses[0].position.y],
+                               people.torso_position[0, :2], rtol=1e-5)
+    q = poses[0].orientation
+    assert np.linalg.norm([q.x, q.y, q.z, q.w]) == pytest.approx(1.0, abs=1e-4)
+    kp = _cloud(msgs['pose/keypoints'])
+    finite = np.isfinite(kp['z'])
+    assert finite.any() and np.allclose(kp['z'][finite], 2.0, atol=1e-3)
+    d = np.frombuffer(msgs['pointmap/depth'].data, np.float32)
+    d = d[np.isfinite(d) & (d > 0)]
+    assert np.median(d) == pytest.approx(2.0, rel=0.02)
+    assert people.pointmap_scale is not None
+    points = _cloud(msgs['pointmap/points'])
+    np.testing.assert_allclose(points['z'][0], result.pointmap.points[:, 2] *
+                               np.float32(people.pointmap_scale), rtol=1e-6)

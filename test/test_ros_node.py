@@ -85,12 +85,18 @@ def test_every_topic_content_and_header(graph):
     stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in sent}
     for suffix, box in outputs.items():
         msg = box[0]
-        header = msg.markers[0].header if suffix == 'pose/markers' else msg.header
+        if suffix == 'people/ids':  # std_msgs/String: the JSON carries the header
+            data = json.loads(msg.data)
+            header = Header(frame_id=data['frame_id'])
+            header.stamp.sec, header.stamp.nanosec = data['stamp']['sec'], \
+                data['stamp']['nanosec']
+        else:
+            header = msg.markers[0].header if suffix == 'pose/markers' else msg.header
         assert header.frame_id == 'camera_optical_frame', suffix
         assert (header.stamp.sec, header.stamp.nanosec) in stamps, suffix
     kp = outputs['pose/keypoints'][0]
     assert kp.width == 308 and kp.height >= 1
-    assert [f.name for f in kp.fields] == ['u', 'v', 'score', 'x', 'y', 'z']
+    assert [f.name for f in kp.fields] == ['u', 'v', 'score', 'x', 'y', 'z', 'id']
     assert outputs['seg/labels'][0].encoding == 'mono8'
     assert (outputs['seg/labels'][0].height, outputs['seg/labels'][0].width) == (160, 160)
     assert outputs['seg/overlay'][0].encoding == 'bgr8'

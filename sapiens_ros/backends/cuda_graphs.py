@@ -36,9 +36,11 @@ TensorFn = Callable[[torch.Tensor], dict[str, torch.Tensor]]
 class CudaGraphCache:
     """Capture ``fn`` once per input shape in ``shapes`` (or any shape when ``shapes`` is None)."""
 
-    def __init__(self, fn: TensorFn, batches: tuple[int, ...] | None = None,
-                 warmup: int = 2, max_graphs: int = 4) -> None:
+    def __init__(self, fn: TensorFn, device: torch.device | str,
+                 batches: tuple[int, ...] | None = None, warmup: int = 2,
+                 max_graphs: int = 4) -> None:
         self.fn = fn
+        self.device = torch.device(device)
         self.batches = batches
         self.warmup = warmup
         self.max_graphs = max_graphs
@@ -46,8 +48,8 @@ class CudaGraphCache:
         self._pool = None  # one memory pool for every captured batch size
 
     def wants(self, x: torch.Tensor) -> bool:
-        """Tell whether ``x`` is on CUDA with a batch to capture."""
-        if x.device.type != 'cuda':
+        """Tell whether ``x``'s batch is one to capture (graphs need the runner on CUDA)."""
+        if self.device.type != 'cuda':
             return False
         if self.batches is not None:
             return x.shape[0] in self.batches
@@ -69,12 +71,12 @@ class CudaGraphCache:
 
     def _capture(self, x: torch.Tensor):
         static_in = x.clone()
-        side = torch.cuda.Stream(device=x.device)
-        side.wait_stream(torch.cuda.current_stream(x.device))
+        side = torch.cuda.Stream(device=self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):  # warm up off the default stream, as capture requires
             for _ in range(self.warmup):
                 self.fn(static_in)
-        torch.cuda.current_stream(x.device).wait_stream(side)
+        torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
@@ -85,25 +87,31 @@ class CudaGraphCache:
 
 
 def _key(x: torch.Tensor) -> tuple:
-    """Cache key of a captured graph: what a replay must match exactly."""
-    return tuple(x.shape), x.dtype, x.device
+    """Cache key of a captured graph: what a replay must match exactly (on the cache's device)."""
+    return tuple(x.shape), x.dtype
 
 
-def run_in_chunks(fn: TensorFn, x: torch.Tensor, max_batch: int) -> dict[str, torch.Tensor]:
+def run_in_chunks(fn: TensorFn, x: torch.Tensor, max_batch: int,
+                  min_batch: int = 1) -> dict[str, torch.Tensor]:
     """
-    Run ``fn`` on ``x`` in chunks of at most ``max_batch`` and join the outputs.
+    Run ``fn`` on ``x`` in chunks of ``min_batch`` to ``max_batch`` rows and join the outputs.
 
-    Each chunk's outputs are copied into the joined tensors before the next chunk runs: a
-    CUDA-graph replay (or any runner reusing its output buffers) overwrites them in place.
+    A chunk smaller than ``min_batch`` (an engine profile's minimum) is padded with zero rows,
+    whose outputs are dropped. Each chunk's outputs are copied into the joined tensors before
+    the next chunk runs: a CUDA-graph replay (or any runner reusing its output buffers)
+    overwrites them in place.
     """
     n = x.shape[0]
-    if n <= max_batch:
+    if min_batch <= n <= max_batch:
         return fn(x)
     joined: dict[str, torch.Tensor] = {}
     for start in range(0, n, max_batch):
-        part = fn(x[start:start + max_batch])
-        for name, value in part.items():
+        chunk = x[start:start + max_batch]
+        rows = chunk.shape[0]
+        if rows < min_batch:
+            chunk = torch.cat([chunk, chunk.new_zeros((min_batch - rows, *chunk.shape[1:]))])
+        for name, value in fn(chunk).items():
             if name not in joined:
                 joined[name] = value.new_empty((n, *value.shape[1:]))
-            joined[name][start:start + value.shape[0]].copy_(value)
+            joined[name][start:start + rows].copy_(value[:rows])
     return joined

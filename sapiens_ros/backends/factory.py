@@ -190,9 +190,13 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                 f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
                 f'is disabled. Build it with:\n  '
                 + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
-        model = model if model is not None else load_model(task, source, size=size)
         target = device if graph_dtype != 'fp32' else torch.device('cpu')
-        onnx_path = cached_onnx(task, model.to(target), input_size=input_size, batch=batch,
+
+        def load() -> torch.nn.Module:  # only on a cache miss of the graph
+            loaded = model if model is not None else load_model(task, source, size=size)
+            return loaded.to(target)
+
+        onnx_path = cached_onnx(task, load, input_size=input_size, batch=batch,
                                 dtype=graph_dtype, cache_dir=cache_dir, model_id=source or '',
                                 w_hash=w_hash)
     engine = get_engine(onnx_path, key, cache=cache, allow_build=allow_build,

@@ -201,8 +201,8 @@ class OnnxRuntimeRunner:
 
     def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
         """Run the graph on ``(B, 3, H, W)``; outputs are on the runner device."""
-        x = pixel_values.detach().to(self._in_dtype).contiguous()
-        if self.io_binding and x.device.type == self.device.type:
+        x = pixel_values.detach().to(self.device, self._in_dtype).contiguous()
+        if self.io_binding:
             return self._run_bound(x)
         _element_type(x.dtype)  # a clear error for a bfloat16 input
         outs = self.session.run(list(self.output_names), {self.input_name: x.cpu().numpy()})
@@ -212,7 +212,7 @@ class OnnxRuntimeRunner:
     def _run_bound(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """Bind torch's tensors by pointer with IOBinding: ORT reads and writes them in place."""
         binding = self.session.io_binding()
-        kind, index = x.device.type, x.device.index or 0
+        kind, index = self.device.type, self.device.index or 0
         binding.bind_input(self.input_name, kind, index, _element_type(x.dtype), list(x.shape),
                            x.data_ptr())
         outs: dict[str, torch.Tensor] = {}
@@ -223,20 +223,20 @@ class OnnxRuntimeRunner:
             if shape is None:
                 binding.bind_output(name, kind, index)  # ORT allocates it (first run only)
                 continue
-            out = torch.empty(shape, dtype=_TORCH_DTYPES[np_dtype], device=x.device)
+            out = torch.empty(shape, dtype=_TORCH_DTYPES[np_dtype], device=self.device)
             binding.bind_output(name, kind, index, np_dtype, shape, out.data_ptr())
             outs[name] = out
-        if self._stream is not None and x.device.type == 'cuda':
+        if self._stream is not None:
             # ORT's stream starts once torch's pre-processing has written ``x`` (device-side
             # wait); ORT synchronises its stream before run_with_iobinding returns.
-            self._stream.wait_stream(torch.cuda.current_stream(x.device))
+            self._stream.wait_stream(torch.cuda.current_stream(self.device))
         self.session.run_with_iobinding(binding)
         if len(outs) < len(self.output_names):
             values = binding.get_outputs()
             for (name, _, _), value in zip(self._out_meta, values, strict=True):
                 if name not in outs:
                     self._learned_shapes[name] = list(value.shape())[1:]
-                    outs[name] = torch.from_numpy(value.numpy()).to(x.device)
+                    outs[name] = torch.from_numpy(value.numpy()).to(self.device)
         return outs
 
 

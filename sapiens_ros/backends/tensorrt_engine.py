@@ -189,7 +189,7 @@ def fp32_node_names(onnx_path: str | Path) -> set[str]:
                 or _SCOPE_NORM.search(module)
                 or _ROPE_TRACE.search(meta.get('pkg.torch.onnx.stack_trace', '').split('\n')[-1])
                 or {'cos', 'sin'} & set(node.input)):
-            names.add(node.name)
+            names.add(parser_layer_base(node))
     return names
 
 
@@ -201,19 +201,34 @@ def _innermost_module(scopes: str) -> str:
     return mods[-2] if len(mods) >= 2 else ''
 
 
+def parser_layer_base(node) -> str:
+    """Name TensorRT's ONNX parser gives a node's layers: the node's, else ``node_of_<out>``."""
+    return node.name or f'node_of_{node.output[0]}'
+
+
 def layer_matches(layer_name: str, node_names: set[str]) -> bool:
-    """Tell whether a TensorRT layer came from one of ``node_names`` (the parser keeps them)."""
+    """
+    Tell whether a TensorRT layer came from one of ``node_names``.
+
+    The ONNX parser names a node's first layer after the node (:func:`parser_layer_base`) and
+    any further layer of the same node ``<name>_<counter>``.
+    """
     if layer_name in node_names:
         return True
-    base = re.split(r'[ _](?:output|\d+$)', layer_name)[0]
-    return base in node_names
+    base, sep, tail = layer_name.rpartition('_')
+    return bool(sep) and tail.isdigit() and base in node_names
 
 
 def graph_dtype(onnx_path: str | Path) -> str:
     """Return the dtype recorded by the exporter (``fp32`` for graphs from elsewhere)."""
     from .export import onnx_metadata
 
-    return onnx_metadata(onnx_path).get('dtype', 'fp32')
+    try:
+        return onnx_metadata(onnx_path).get('dtype', 'fp32')
+    except Exception as exc:  # noqa: BLE001 - protobuf/onnx raise many kinds on a bad file
+        raise EngineError(f'TensorRT cannot parse {Path(onnx_path).name}: not a readable ONNX '
+                          f'graph ({type(exc).__name__}: {exc}); delete it to export it again'
+                          ) from None
 
 
 def gpu_identity(device_index: int = 0) -> tuple[str, tuple[int, int]]:

@@ -20,8 +20,8 @@ with no host round trip and no extra copy. Stream policy (shared with the ONNX R
 the engine runs on torch's current stream when that is a real stream, and on the runner's own
 stream, ordered after torch's with a device-side wait, when torch is on the legacy default
 stream (handle 0, on which TensorRT adds host synchronisations). Every call runs under a device
-guard for the runner's GPU. Batches beyond the profile's maximum run in chunks
-(:func:`~.cuda_graphs.run_in_chunks`).
+guard for the runner's GPU. Batches beyond the profile's maximum run in chunks, and one below
+its minimum is zero-padded (:func:`~.cuda_graphs.run_in_chunks`).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class TensorRTRunner:
         self.input_size = (int(shape[2]), int(shape[3]))
         lo, _, hi = self.engine.get_tensor_profile_shape(self.input_name, 0)
         self.batch_range = (int(lo[0]), int(hi[0]))
-        self._graphs = (CudaGraphCache(self._execute, batches=(cuda_graph_batch,))
+        self._graphs = (CudaGraphCache(self._execute, self.device, batches=(cuda_graph_batch,))
                         if cuda_graph_batch else None)
         LOG.info('tensorrt %s: %s (input %dx%d, batch %d-%d)', task, self.path.name,
                  *self.input_size, *self.batch_range)
@@ -111,11 +111,8 @@ class TensorRTRunner:
             return self._run(pixel_values.to(self.device, self._in_dtype).contiguous())
 
     def _run(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        lo, hi = self.batch_range
-        if x.shape[0] < lo:
-            raise EngineError(f'batch {x.shape[0]} is below the engine profile minimum {lo}')
         fn = self._graphs if self._graphs is not None else self._execute
-        return run_in_chunks(fn, x, hi)
+        return run_in_chunks(fn, x, self.batch_range[1], self.batch_range[0])
 
     def _execute(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         ctx = self.context
@@ -123,23 +120,21 @@ class TensorRTRunner:
             raise EngineError(f'{self.path.name} rejected input shape {tuple(x.shape)} '
                               f'(profile batch {self.batch_range}, input {self.input_size})')
         ctx.set_tensor_address(self.input_name, x.data_ptr())
+        # Outputs belong to torch's stream (allocated there, used there); the engine's stream,
+        # when it is another one, waits for torch's before and torch's waits for it after, so
+        # neither the input nor the outputs can be reused early and no record_stream is needed.
         consumer = torch.cuda.current_stream(self.device)
+        outs = {}
+        for name in self.output_names:
+            out = torch.empty(tuple(ctx.get_tensor_shape(name)), dtype=self._out_dtypes[name],
+                              device=self.device)
+            ctx.set_tensor_address(name, out.data_ptr())
+            outs[name] = out
         stream = consumer if consumer.cuda_stream != 0 else self._stream
         if stream is not consumer:
-            stream.wait_stream(consumer)  # the input is written on torch's stream
-        outs = {}
-        with torch.cuda.stream(stream):
-            for name in self.output_names:
-                out = torch.empty(tuple(ctx.get_tensor_shape(name)),
-                                  dtype=self._out_dtypes[name], device=self.device)
-                ctx.set_tensor_address(name, out.data_ptr())
-                outs[name] = out
-            if not ctx.execute_async_v3(stream.cuda_stream):
-                raise EngineError(f'TensorRT execution failed for {self.task}')
-            outs = {n: t if t.dtype == torch.float32 else t.float() for n, t in outs.items()}
+            stream.wait_stream(consumer)
+        if not ctx.execute_async_v3(stream.cuda_stream):
+            raise EngineError(f'TensorRT execution failed for {self.task}')
         if stream is not consumer:
             consumer.wait_stream(stream)
-            x.record_stream(stream)
-            for t in outs.values():
-                t.record_stream(consumer)
-        return outs
+        return {n: t if t.dtype == torch.float32 else t.float() for n, t in outs.items()}

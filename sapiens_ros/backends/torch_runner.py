@@ -59,7 +59,8 @@ class AcceleratedTorchRunner(TorchRunner):
         self._graphs = None
         if cuda_graphs and not compile:
             if on_gpu:
-                self._graphs = CudaGraphCache(super().__call__, batches=graph_batches)
+                self._graphs = CudaGraphCache(super().__call__, self.device,
+                                              batches=graph_batches)
                 self.name = 'torch+cudagraphs'
             else:
                 LOG.warning('cuda_graphs needs a CUDA device; running %s eagerly', task)

@@ -28,6 +28,7 @@ from scipy.spatial.transform import Rotation
 import torch
 
 from .errors import FrameError
+from .image_codec import raw_rows
 
 #: Depth encodings and their factor to metres.
 DEPTH_ENCODINGS = {'16UC1': 1e-3, 'mono16': 1e-3, '32FC1': 1.0}
@@ -41,15 +42,34 @@ def depth_to_metres(depth: np.ndarray | torch.Tensor, encoding: str,
     if encoding not in DEPTH_ENCODINGS:
         raise FrameError(f'depth encoding must be one of {sorted(DEPTH_ENCODINGS)}, '
                          f'got {encoding!r}')
-    if isinstance(depth, np.ndarray):
-        depth = torch.from_numpy(np.ascontiguousarray(depth))
+    if isinstance(depth, np.ndarray):  # float32 on the host: one upload, no uint16 kernels
+        depth = torch.from_numpy(np.ascontiguousarray(depth, dtype=np.float32))
     if depth.ndim == 3 and depth.shape[2] == 1:
         depth = depth[..., 0]
     if depth.ndim != 2 or depth.shape[0] == 0 or depth.shape[1] == 0:
         raise FrameError(f'depth must be a non-empty HxW image, got shape {tuple(depth.shape)}')
-    metres = depth.to(device).float() * DEPTH_ENCODINGS[encoding]
-    return torch.where(torch.isfinite(metres) & (metres > 0), metres,
-                       torch.full_like(metres, math.nan))
+    metres = depth.to(device).float().mul_(DEPTH_ENCODINGS[encoding])
+    return metres.masked_fill_(~(metres > 0) | metres.isinf(), math.nan)  # NaN > 0 is False
+
+
+def decode_depth(encoding: str, height: int, width: int, step: int, data,
+                 is_bigendian: bool = False) -> np.ndarray:
+    """
+    Return the ``(H, W)`` array (uint16 mm or float32 m, native order) of a raw depth image.
+
+    Takes the fields of a ``sensor_msgs/Image``; :class:`FrameError` names a wrong encoding, size,
+    step or buffer length.
+    """
+    if encoding not in DEPTH_ENCODINGS:
+        raise FrameError(f'depth encoding must be one of {sorted(DEPTH_ENCODINGS)} (aligned '
+                         f'depth, mm or m), got {encoding!r}')
+    if height <= 0 or width <= 0:
+        raise FrameError(f'depth image has zero size {width}x{height}')
+    kind = 'f4' if encoding == '32FC1' else 'u2'
+    rows = raw_rows(height, width, step, data, 4 if kind == 'f4' else 2, encoding)
+    dtype = np.dtype(('>' if is_bigendian else '<') + kind)
+    return np.ascontiguousarray(rows).view(dtype).reshape(height, width).astype(
+        dtype.newbyteorder('='))
 
 
 def _depth_pixels(points: torch.Tensor, depth_size: tuple[int, int],
@@ -202,5 +222,5 @@ def torso_poses(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pos.astype(np.float32), quat.astype(np.float32), valid
 
 
-__all__ = ['DEPTH_ENCODINGS', 'TORSO', 'DepthScale', 'back_project', 'depth_at',
+__all__ = ['DEPTH_ENCODINGS', 'TORSO', 'DepthScale', 'back_project', 'decode_depth', 'depth_at',
            'depth_to_metres', 'fit_depth_scale', 'keypoints_xyz', 'torso_poses']

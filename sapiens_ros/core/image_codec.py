@@ -103,6 +103,23 @@ def _to8(values: np.ndarray) -> np.ndarray:
     return cv2.convertScaleAbs(values, alpha=255.0 / peak)
 
 
+def raw_rows(height: int, width: int, step: int, data, bpp: int, encoding: str) -> np.ndarray:
+    """
+    Return the ``(height, width * bpp)`` uint8 view of a raw image buffer, padding cut off.
+
+    Raises :class:`FrameError` when ``step`` or the buffer length do not fit the size.
+    """
+    row = width * bpp
+    if step < row:
+        raise FrameError(f'step {step} is smaller than width*bytes_per_pixel = {width}*{bpp} '
+                         f'= {row} for {encoding}')
+    buf = np.frombuffer(data, np.uint8)
+    if buf.size != step * height:
+        raise FrameError(f'data has {buf.size} bytes but step*height = {step}*{height} = '
+                         f'{step * height}')
+    return buf.reshape(height, step)[:, :row]
+
+
 def decode_raw(encoding: str, height: int, width: int, step: int, data,
                is_bigendian: bool = False, max_pixels: int | None = None) -> Frame:
     """
@@ -118,15 +135,7 @@ def decode_raw(encoding: str, height: int, width: int, step: int, data,
         raise FrameError(f'image {width}x{height} has {height * width} pixels, over the '
                          f'max_pixels limit {max_pixels}')
     bpp = _bytes_per_pixel(enc)
-    row = width * bpp
-    if step < row:
-        raise FrameError(f'step {step} is smaller than width*bytes_per_pixel = {width}*{bpp} '
-                         f'= {row} for {enc}')
-    buf = np.frombuffer(data, np.uint8)
-    if buf.size != step * height:
-        raise FrameError(f'data has {buf.size} bytes but step*height = {step}*{height} = '
-                         f'{step * height}')
-    rows = buf.reshape(height, step)[:, :row]
+    rows = raw_rows(height, width, step, data, bpp, enc)
     if enc in _PLAIN:
         channels, depth = _PLAIN[enc]
         if depth == 2:

@@ -22,6 +22,7 @@ synchronised with the frame, the depth and camera_info's K.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 import logging
 
@@ -29,9 +30,10 @@ import numpy as np
 import torch
 
 from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, torso_poses
+from .hostbuf import host_copy
 from .pipeline import FrameResult
 from .smoothing import OneEuroConfig, OneEuroFilter
-from .tracking import PersonTracker, TrackerConfig
+from .tracking import PersonTracker, TrackerConfig, UNTRACKED
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class PeopleConfig:
     min_score: float = 0.3  # keypoints scored lower get no XYZ (hidden: depth is what hides it)
     scale_time_constant: float = 0.5  # s, smoothing of the depth-fitted pointmap scale
     min_scale_points: int = 50  # foreground points with depth needed for a scale fit
+    tracking: bool = True  # False: every row untracked (id -1), so nothing is smoothed
     device: str = 'cpu'
 
 
@@ -61,6 +64,7 @@ class People:
     smoothed: np.ndarray  # (P, K, 2) One-Euro filtered image pixels
     scores: np.ndarray  # (P, K)
     xyz: np.ndarray | None  # (P, K, 3) metres, filtered; NaN where unknown
+    xyz_raw: np.ndarray | None  # (P, K, 3) metres as measured (depth) or predicted, unfiltered
     xyz_source: str  # 'depth', 'pointmap' or 'none'
     torso_position: np.ndarray  # (P, 3) metres, NaN without 3D
     torso_orientation: np.ndarray  # (P, 4) x/y/z/w quaternion, identity when unknown
@@ -104,7 +108,8 @@ class PeopleState:
         Track, smooth and (with ``depth`` and ``K``) lift to metres one frame's people.
 
         ``depth`` is aligned to the colour camera, ``16UC1`` mm or ``32FC1`` m, any resolution.
-        Without it, XYZ is the pipeline's pointmap XYZ (as before), when present.
+        Without it, XYZ is the pipeline's pointmap XYZ (as before), when present. A result
+        without pose (only seg/pointmap ran) still fits the pointmap scale and has no rows.
         """
         cfg = self.config
         if self._stamp is not None and stamp < self._stamp:
@@ -113,38 +118,88 @@ class PeopleState:
             self.resets += 1
             self.reset()
         self._stamp = stamp
-        pose = result.pose
-        if pose is None:
-            raise ValueError('people tracking needs the pose task')
-        ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp)
-        smoothed = self.keypoint_filter(ids, pose.keypoints, stamp).astype(np.float32)
-
-        xyz, source, scale = None, 'none', None
+        depth_m = None
         if depth is not None and K is not None:
             depth_m = depth_to_metres(depth, depth_encoding, cfg.device)
-            if result.pointmap is not None and len(result.pointmap.points):
-                pm = result.pointmap
-                raw = fit_depth_scale(pm.points[:, 2], pm.pixels, depth_m, result.image_size,
-                                      cfg.min_scale_points)
-                scale = self.depth_scale.update(raw, stamp)
-            xyz = keypoints_xyz(depth_m, pose.keypoints, result.image_size, K, cfg.depth_window)
+        scale = self._fit_scale(result, depth_m, stamp)
+        pose = result.pose
+        if pose is None:  # no people this frame; the depth still calibrates the pointmap
+            return _nobody(stamp, scale)
+        if cfg.tracking:
+            ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp)
+        else:
+            ids = np.full(len(pose.boxes), UNTRACKED, np.int64)
+        smoothed = self.keypoint_filter(ids, pose.keypoints, stamp).astype(np.float32)
+
+        xyz_raw, source = None, 'none'
+        if depth_m is not None:
+            xyz_raw = keypoints_xyz(depth_m, pose.keypoints, result.image_size, K,
+                                    cfg.depth_window)
             if scale is not None and result.keypoints_xyz is not None:
                 # depth holes: fall back to the depth-calibrated pointmap
-                xyz = np.where(np.isfinite(xyz), xyz, result.keypoints_xyz * np.float32(scale))
+                xyz_raw = np.where(np.isfinite(xyz_raw), xyz_raw,
+                                   result.keypoints_xyz * np.float32(scale))
             source = 'depth'
         elif result.keypoints_xyz is not None:
-            xyz, source = result.keypoints_xyz, 'pointmap'
-        if xyz is not None:
-            xyz = np.where((pose.scores >= cfg.min_score)[..., None], xyz, np.float32(np.nan))
+            xyz_raw, source = result.keypoints_xyz, 'pointmap'
+        xyz = None
+        if xyz_raw is not None:
+            xyz = np.where((pose.scores >= cfg.min_score)[..., None], xyz_raw, np.float32(np.nan))
             xyz = self.xyz_filter(ids, xyz, stamp).astype(np.float32)
             position, orientation, valid = torso_poses(xyz)
         else:
-            n = len(ids)
-            position = np.full((n, 3), np.nan, np.float32)
-            orientation = np.tile(np.float32([0, 0, 0, 1]), (n, 1))
-            valid = np.zeros(n, bool)
-        return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, source, position,
-                      orientation, valid, scale)
+            position, orientation, valid = _no_torso(len(ids))
+        return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, xyz_raw, source,
+                      position, orientation, valid, scale)
+
+    def _fit_scale(self, result: FrameResult, depth_m: torch.Tensor | None,
+                   stamp: float) -> float | None:
+        """Fold this frame's depth fit of the pointmap scale in; the smoothed scale or None."""
+        pm = result.pointmap
+        if depth_m is None or pm is None or not len(pm.points):
+            return None
+        raw = fit_depth_scale(pm.points[:, 2], pm.pixels, depth_m, result.image_size,
+                              self.config.min_scale_points)
+        return self.depth_scale.update(raw, stamp)
 
 
-__all__ = ['People', 'PeopleConfig', 'PeopleState']
+def _no_torso(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (np.full((n, 3), np.nan, np.float32), np.tile(np.float32([0, 0, 0, 1]), (n, 1)),
+            np.zeros(n, bool))
+
+
+def _nobody(stamp: float, scale: float | None) -> People:
+    """Return the people of a frame without pose: no rows, only the pointmap scale."""
+    empty = np.zeros((0, 0, 2), np.float32)
+    return People(stamp, np.zeros(0, np.int64), empty, empty, np.zeros((0, 0), np.float32),
+                  None, None, 'none', *_no_torso(0), scale)
+
+
+def with_pointmap_scale(result: FrameResult, scale: float | None) -> FrameResult:
+    """
+    Return ``result`` with its pointmap (and pointmap keypoint XYZ) multiplied by ``scale``.
+
+    ``scale`` is :attr:`People.pointmap_scale` (the depth-fitted factor); None or no pointmap
+    returns ``result`` itself. The copy's ``pointmap.scale_source`` is ``'depth'``.
+    """
+    pm = result.pointmap
+    if scale is None or pm is None:
+        return result
+    s = np.float32(scale)
+    rendered = dict(result.rendered)  # the device-rendered cloud and depth scale too
+    points = pm.points * s
+    if 'cloud' in rendered:  # one message-ready copy, scaled in place; points stay its view
+        cloud = rendered['cloud'] = host_copy(rendered['cloud'])
+        for axis in 'xyz':
+            cloud[axis] *= s
+        points = cloud.view(np.float32).reshape(len(cloud), -1)[:, :3]
+    if 'depth' in rendered:
+        rendered['depth'] = host_copy(rendered['depth'])
+        rendered['depth'] *= s
+    pointmap = dataclasses.replace(pm, xyz=pm.xyz * s, points=points,
+                                   scale=pm.scale / float(scale), scale_source='depth')
+    xyz = None if result.keypoints_xyz is None else result.keypoints_xyz * s
+    return dataclasses.replace(result, pointmap=pointmap, keypoints_xyz=xyz, rendered=rendered)
+
+
+__all__ = ['People', 'PeopleConfig', 'PeopleState', 'with_pointmap_scale']

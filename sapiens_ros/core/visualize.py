@@ -21,6 +21,8 @@ numpy arrays.
 
 from __future__ import annotations
 
+import colorsys
+
 import cv2
 import numpy as np
 import torch
@@ -62,13 +64,26 @@ def depth_colors(depth: np.ndarray, mask: np.ndarray | None = None) -> np.ndarra
     return out
 
 
+#: Colour of people without a track id (RGB, 0-1).
+UNTRACKED_COLOR = (0.6, 0.6, 0.6)
+
+
+def id_color(track_id: int) -> tuple[float, float, float]:
+    """Return a distinct, stable RGB colour (0-1) per track id (golden-ratio hues); -1 grey."""
+    if track_id < 0:
+        return UNTRACKED_COLOR
+    return colorsys.hsv_to_rgb((track_id * 0.618033988749895) % 1.0, 0.85, 1.0)
+
+
 def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
                   boxes: np.ndarray | None = None, threshold: float = 0.3,
-                  radius: int = 2) -> np.ndarray:
+                  radius: int = 2, ids: np.ndarray | None = None) -> np.ndarray:
     """
     Draw persons' skeleton links, keypoints and boxes above ``threshold``; RGB out.
 
-    Vectorised: one polyline call for all links and one dilation for all points.
+    Vectorised: one polyline call for all links (one a person with ``ids``) and one dilation for
+    all points. With ``ids`` (a track id per person, -1 untracked) each person's links and box
+    take its :func:`id_color` and tracked people get ``#id`` written at their top.
     """
     out = np.ascontiguousarray(image_rgb.copy())
     if keypoints.size == 0:
@@ -76,11 +91,16 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     links = keypoint_info().skeleton
     height, width = out.shape[:2]
     a, b = links[:, 0], links[:, 1]
-    ok = (scores[:, a] > threshold) & (scores[:, b] > threshold)
-    segs = np.stack([keypoints[:, a], keypoints[:, b]], axis=2)[ok]  # (S, 2, 2)
-    if len(segs):
-        cv2.polylines(out, list(np.round(segs).astype(np.int32)), False, (0, 255, 128), 2,
-                      cv2.LINE_AA)
+    ok = (scores[:, a] > threshold) & (scores[:, b] > threshold)  # (P, L)
+    segs = np.round(np.stack([keypoints[:, a], keypoints[:, b]], axis=2)).astype(np.int32)
+    colors = [(255, 255, 0)] * len(keypoints) if ids is None else \
+        [tuple(int(c * 255) for c in id_color(int(i))) for i in ids]
+    if ids is None and ok.any():
+        cv2.polylines(out, list(segs[ok]), False, (0, 255, 128), 2, cv2.LINE_AA)
+    elif ids is not None:
+        for person_segs, person_ok, color in zip(segs, ok, colors, strict=True):
+            if person_ok.any():
+                cv2.polylines(out, list(person_segs[person_ok]), False, color, 2, cv2.LINE_AA)
     pts = np.round(keypoints[scores > threshold]).astype(np.int64)
     inside = (pts[:, 0] >= 0) & (pts[:, 0] < width) & (pts[:, 1] >= 0) & (pts[:, 1] < height)
     mask = np.zeros((height, width), np.uint8)
@@ -89,6 +109,26 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     mask = cv2.dilate(mask, disk)
     out[mask > 0] = (255, 64, 32)
     if boxes is not None:
-        for x1, y1, x2, y2 in np.round(boxes).astype(int):
-            cv2.rectangle(out, (x1, y1), (x2, y2), (255, 255, 0), 2)
+        for (x1, y1, x2, y2), color in zip(np.round(boxes).astype(int), colors, strict=True):
+            cv2.rectangle(out, (x1, y1), (x2, y2), color, 2)
+    if ids is not None:
+        _draw_ids(out, keypoints, scores > threshold, ids, colors, boxes)
     return out
+
+
+def _draw_ids(out: np.ndarray, keypoints: np.ndarray, visible: np.ndarray, ids: np.ndarray,
+              colors: list, boxes: np.ndarray | None) -> None:
+    """Write each tracked person's ``#id`` at its box's top left, else its highest keypoint."""
+    scale = max(out.shape[0] / 600.0, 0.5)
+    for row, (kp, vis, track, color) in enumerate(zip(keypoints, visible, ids, colors,
+                                                      strict=True)):
+        if track < 0 or (boxes is None and not vis.any()):
+            continue
+        x, y = boxes[row, :2] if boxes is not None else kp[vis][np.argmin(kp[vis][:, 1])]
+        top = np.clip(y - 6 * scale, 22 * scale, out.shape[0] - 1)
+        org = (int(np.clip(x, 0, out.shape[1] - 40 * scale)), int(top))
+        text = f'#{int(track)}'
+        cv2.putText(out, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
+                    int(4 * scale) + 2, cv2.LINE_AA)
+        cv2.putText(out, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, color,
+                    max(int(2 * scale), 1), cv2.LINE_AA)

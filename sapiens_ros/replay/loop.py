@@ -17,8 +17,13 @@ The replay loop: read, batch, infer, write; every selected frame ends as outputs
 
 The main thread reads and decodes messages and runs the pipeline one batch at a time; a writer
 thread builds the node's messages, serializes them and writes the bag (and the video), so the
-backend is never kept waiting for the disk. Ctrl-C stops after the current batch and closes a
-valid bag; a second Ctrl-C drops that batch (``--resume`` redoes it).
+backend is never kept waiting for the disk. The writer checkpoints the bag about once a second,
+so a killed run leaves a readable prefix that ``--resume`` continues. Ctrl-C or SIGTERM stops
+after the current batch and closes a valid bag; a second one drops that batch. A failed write
+(disk full) drops what came after the last checkpoint and closes the bag.
+
+Frames are keyed by position: ``(camera topic, index)``, the index counting that topic's
+messages from the start of the bag (not bag times, which need not be unique).
 """
 
 from __future__ import annotations
@@ -29,23 +34,25 @@ from dataclasses import dataclass, field
 import logging
 from pathlib import Path
 import queue
-import signal
+import shutil
 import threading
 import time
 
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
-from .decode import decode_item, DEFAULT_MAX_PIXELS, FrameItem
+from .decode import decode_item, DEFAULT_MAX_PIXELS, fallback_header, FrameItem
 from .naming import DEFAULT_NAMESPACE, errors_topic, output_prefixes, output_topic
 from .progress import Progress
 from .records import error_record
-from .resume import PartialRun, swap_in, temp_path
-from .sink import msgtype_of, OutputBag, qos
+from .resume import best_partial, leftovers, PartialRun, swap_in, temp_path
+from .sink import describe, msgtype_of, OutputBag, OutputError, qos
 from .source import BagError, InputBag
+from .stop import StopSignals
+from .summary import Summary
 from .video import VideoOut
 from ..ros.messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
-                            TASK_OUTPUTS, TOPIC_TYPES)
+                            TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
 
 log = logging.getLogger(__name__)
 
@@ -73,84 +80,11 @@ class ReplayOptions:
     messages: MessageOptions = field(default_factory=MessageOptions)
     progress: bool = True
     on_result: Callable | None = None  # (FrameItem, FrameResult) -> None, in the writer thread
-
-
-@dataclass
-class Summary:
-    """Counts of one run: ``read == processed + failed`` (frames of this run)."""
-
-    read: int = 0
-    processed: int = 0
-    failed: int = 0
-    already_done: int = 0  # frames a resumed bag held before this run
-    interrupted: bool = False
-    input_error: str | None = None  # the input broke mid-way (everything before it is kept)
-    failures: Counter = field(default_factory=Counter)
-    topic_counts: dict[str, int] = field(default_factory=dict)
-    video_frames: int = 0
-    seconds: float = 0.0
-    output: str = ''
-
-    @property
-    def consistent(self) -> bool:
-        """Return whether every frame read is accounted for."""
-        return self.read == self.processed + self.failed
-
-    def text(self) -> str:
-        """Human-readable summary."""
-        rate = self.processed / self.seconds if self.seconds > 0 else 0.0
-        lines = [f'frames read {self.read} = processed {self.processed} + failed {self.failed}'
-                 f' ({rate:.2f} frames/s over {self.seconds:.1f} s)']
-        if self.already_done:
-            lines.append(f'frames already in the resumed bag: {self.already_done}')
-        if self.failures:
-            lines.append('failures: ' + ', '.join(f'{k} {v}' for k, v in
-                                                  sorted(self.failures.items())))
-        if self.interrupted:
-            lines.append('interrupted: the bag holds everything processed so far; '
-                         'continue with --resume')
-        if self.input_error:
-            lines.append(f'input error: {self.input_error}')
-        lines.append(f'wrote {sum(self.topic_counts.values())} messages to {self.output}')
-        return '\n'.join(lines)
-
-
-#: Signals that stop a replay cleanly: Ctrl-C, and what docker, systemd, Kubernetes, Slurm and
-#: ``timeout`` send.
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class _Stop:
-    """
-    SIGINT/SIGTERM: the first asks to stop after the batch, the second stops now.
-
-    Either way the output bag is closed and valid, and ``--resume`` continues it.
-    """
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-        self._old: dict = {}
-
-    def __enter__(self) -> _Stop:
-        if threading.current_thread() is threading.main_thread():
-            self._old = {sig: signal.signal(sig, self._handle) for sig in _STOP_SIGNALS}
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-        self.requested.set()
-        log.warning('%s: stopping after the current batch (again to stop now)',
-                    signal.Signals(signum).name)
-
-    def finishing(self) -> None:
-        """While the bag is closed, further stop signals only print a note."""
-        for sig in self._old:
-            signal.signal(sig, lambda *a: log.warning('closing the bag, please wait'))
-
-    def __exit__(self, *exc) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
+    #: A time range in bag time (ns, [start, stop)); overrides start/end (a split bag's part).
+    window_ns: tuple[int | None, int | None] | None = None
+    checkpoint_seconds: float = 1.0  # how much work a kill -9 can cost at most
+    on_frame: Callable | None = None  # (frames) -> None per written batch, in the writer thread
+    stop: threading.Event | None = None  # set from outside to stop like SIGTERM
 
 
 class Replayer:
@@ -165,12 +99,17 @@ class Replayer:
                            f'pipeline runs {", ".join(pipeline.tasks)}')
         if options.batch < 1 or options.every < 1:
             raise BagError('--batch and --every must be >= 1')
-        self.suffixes = [s for t in self.tasks for s in TASK_OUTPUTS[t]]
+        chosen = options.messages.outputs
+        self.suffixes = [s for s in task_outputs(self.tasks, people=False)
+                         if chosen is None or s in chosen]
+        if not self.suffixes:
+            raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
+                           f'the tasks {", ".join(self.tasks)}')
         self.summary = Summary(output=str(options.output_bag))
         self._jobs: queue.Queue = queue.Queue(maxsize=4)
         self._fatal: BaseException | None = None
-        self._done_keys: set = set()
-        self._copied_keys: set = set()
+        self._writer_failed = threading.Event()
+        self.partial: PartialRun | None = None
 
     # ------------------------------------------------------------------ setup
     def _plan(self, bag: InputBag) -> None:
@@ -181,8 +120,12 @@ class Replayer:
         self.outputs = {output_topic(p, s): t for t, p in self.prefixes.items()
                         for s in self.suffixes}
         start, end = bag.start_ns, bag.end_ns
-        self.start_ns = start + int(self.opt.start * 1e9) if self.opt.start is not None else None
-        self.stop_ns = start + int(self.opt.end * 1e9) if self.opt.end is not None else None
+        if self.opt.window_ns is not None:
+            self.start_ns, self.stop_ns = self.opt.window_ns
+        else:
+            self.start_ns = start + int(self.opt.start * 1e9) \
+                if self.opt.start is not None else None
+            self.stop_ns = start + int(self.opt.end * 1e9) if self.opt.end is not None else None
         total = bag.count(self.connections)
         lo = self.start_ns if self.start_ns is not None else start
         hi = min(self.stop_ns, end) if self.stop_ns is not None else end
@@ -190,27 +133,28 @@ class Replayer:
             total = int(round(total * max(0, hi - lo) / (end - start)))
         self.total = -(-total // self.opt.every)
 
-    def _open_output(self) -> tuple[OutputBag, PartialRun | None]:
+    def _first_index(self, bag: InputBag) -> Counter:
+        """Index of each camera topic's first message in the window (its messages before it)."""
+        if self.start_ns is None:
+            return Counter()
+        return count_before(bag, self.connections, self.start_ns)
+
+    def _open_output(self) -> OutputBag:
         out = Path(self.opt.output_bag)
-        partial = None
-        if out.exists():
-            if not self.opt.resume:
-                raise BagError(f'output {out} exists: choose another --out, delete it, or '
-                               f'continue it with --resume')
-            partial = PartialRun(out, self.outputs, len(self.suffixes), self.errors)
+        found = leftovers(out)
+        if found and not self.opt.resume:
+            raise BagError(f'output {found[0]} exists: choose another --out, delete it, or '
+                           f'continue it with --resume')
+        if found:
+            self.partial = best_partial(out, self.outputs, self.errors)
             target = temp_path(out)
             if target.exists():
-                import shutil
-
                 shutil.rmtree(target)
         else:
             target = out
         bag = OutputBag(target, self.opt.storage)
-        if partial is not None:
-            partial.copy_into(bag)
-            self._done_keys = partial.done
-            self._copied_keys = partial.copied
-            self.summary.already_done = len(partial.done)
+        if self.partial is not None:
+            self.partial.copy_into(bag)
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
                 bag.add(output_topic(prefix, suffix), msgtype_of(TOPIC_TYPES[suffix]),
@@ -218,7 +162,8 @@ class Replayer:
         from diagnostic_msgs.msg import DiagnosticArray
 
         bag.add(self.errors, msgtype_of(DiagnosticArray), qos(10))
-        return bag, partial
+        bag.checkpoint()
+        return bag
 
     def _write_info(self, bag: OutputBag, time_ns: int) -> None:
         """Write the latched keypoint / label metadata, once per camera prefix."""
@@ -234,7 +179,7 @@ class Replayer:
     def run(self) -> Summary:
         """Replay the bag; return the summary (the output bag is closed in every case)."""
         t0 = time.monotonic()
-        with InputBag(self.opt.input_bag) as bag:
+        with InputBag(self.opt.input_bag, salvage=True) as bag:
             self._plan(bag)
             self.video = VideoOut(self.opt.video, self._fps(bag)) if self.opt.video else None
             self._ready = threading.Event()
@@ -242,70 +187,89 @@ class Replayer:
             writer = threading.Thread(target=self._writer, name='replay_writer', daemon=True)
             writer.start()
             self._ready.wait()
-            with _Stop() as stop:
+            with StopSignals() as stop:
                 try:
                     if self._fatal is None:
                         self._read(bag, stop)
                 except KeyboardInterrupt:
                     self.summary.interrupted = True
-                except BagError as exc:
-                    self.summary.input_error = str(exc)
-                    log.error('%s; keeping the %d frames before it', exc, self.summary.read)
                 finally:
                     stop.finishing()
                     self._jobs.put(None)
                     writer.join()
-            self.summary.interrupted |= stop.requested.is_set()
         if self._fatal is not None:
             raise self._fatal
         self.summary.seconds = time.monotonic() - t0
         return self.summary
+
+    def _stopping(self, stop: StopSignals) -> bool:
+        return stop.requested.is_set() or \
+            (self.opt.stop is not None and self.opt.stop.is_set())
 
     def _fps(self, bag: InputBag) -> float:
         first = self.connections[0]
         span = (bag.end_ns - bag.start_ns) / 1e9
         return first.msgcount / span / self.opt.every if span > 0 else 10.0
 
-    def _read(self, bag: InputBag, stop: _Stop) -> None:
+    def _read(self, bag: InputBag, stop: StopSignals) -> None:
         wanted = {c.topic for c in self.connections}
         conns = [] if self.opt.copy_inputs else self.connections
         copies = {}
+        position = self._first_index(bag)  # per topic: index of the next message
         seen: Counter = Counter()
         pending: list[FrameItem] = []
-        index = 0
         info_written = False
-        for conn, time_ns, raw in bag.messages(conns, self.start_ns, self.stop_ns):
-            if self._fatal is not None or stop.requested.is_set():
-                break
-            if not info_written:
-                self._jobs.put(('info', time_ns))
-                info_written = True
-            if self.opt.copy_inputs and (conn.topic, time_ns) not in self._copied_keys:
-                if conn.topic not in copies:
-                    copies[conn.topic] = conn
-                    self._jobs.put(('connect', conn))
-                self._jobs.put(('copy', conn.topic, time_ns, raw))
-            if conn.topic not in wanted:
-                continue
-            seen[conn.topic] += 1
-            if (seen[conn.topic] - 1) % self.opt.every:
-                continue
-            index += 1
-            if (conn.topic, time_ns) in self._done_keys:
-                continue
-            item = decode_item(bag, index - 1, conn, time_ns, raw, self.opt.max_pixels)
-            self.summary.read += 1
-            if item.error:
-                self._jobs.put(('frames', [item], [None]))
-                continue
-            pending.append(item)
-            if len(pending) >= self.opt.batch:
-                self._infer(pending)
-                pending = []
-        if pending and self._fatal is None:
+        last_ns = self.start_ns or bag.start_ns
+        try:
+            for conn, time_ns, raw in bag.messages(conns, self.start_ns, self.stop_ns):
+                if self._writer_failed.is_set():
+                    break
+                if self._stopping(stop):
+                    self.summary.interrupted = True  # frames are left: --resume does them
+                    break
+                last_ns = time_ns
+                if not info_written:
+                    self._jobs.put(('info', time_ns))
+                    info_written = True
+                if self.opt.copy_inputs and not (
+                        self.partial is not None and self.partial.take_copy(conn.topic, time_ns)):
+                    if conn.topic not in copies:
+                        copies[conn.topic] = conn
+                        self._jobs.put(('connect', conn))
+                    self._jobs.put(('copy', conn.topic, time_ns, raw))
+                if conn.topic not in wanted:
+                    continue
+                index = position[conn.topic]
+                position[conn.topic] += 1
+                seen[conn.topic] += 1
+                if (seen[conn.topic] - 1) % self.opt.every:
+                    continue
+                held = self.partial.held(conn.topic, index, time_ns) if self.partial else None
+                if held is not None:
+                    self.summary.already_done += 1
+                    self.summary.already_failed += held == 'failed'
+                    continue
+                item = decode_item(bag, index, conn, time_ns, raw, self.opt.max_pixels)
+                self.summary.read += 1
+                if item.error:
+                    self._jobs.put(('frames', [item], [None]))
+                    continue
+                pending.append(item)
+                if len(pending) >= self.opt.batch:
+                    self._infer(pending)
+                    pending = []
+        except BagError as exc:  # the input broke: keep what was read, then say where
+            self.summary.input_error = str(exc)
+            log.error('%s; keeping the %d frames before it', exc, self.summary.read)
+            self._infer(pending)
+            pending = []
+            self._jobs.put(('input_error', str(exc), dict(position), last_ns))
+        if pending and not self._writer_failed.is_set():
             self._infer(pending)
 
     def _infer(self, items: list[FrameItem]) -> None:
+        if not items:
+            return
         try:
             results = self._run_pipeline(items)
         except KeyboardInterrupt:
@@ -333,41 +297,78 @@ class Replayer:
     # ------------------------------------------------------------------ writer thread
     def _writer(self) -> None:
         try:
-            out, partial = self._open_output()
+            out = self._open_output()
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            self._fatal = exc if isinstance(exc, BagError) else \
-                BagError(f'cannot write {self.opt.output_bag}: {type(exc).__name__}: {exc}')
+            if isinstance(exc, BagError) and not isinstance(exc, OutputError):
+                self._fatal = exc  # the arguments or the partial output: an error, no summary
+            else:
+                self.summary.output_error = str(exc) if isinstance(exc, OutputError) else \
+                    f'cannot write {self.opt.output_bag}: {describe(exc)}'
+                self._writer_failed.set()
             self._ready.set()
             return
         self.bag_out = out
-        self.progress = Progress(max(0, self.total - self.summary.already_done),
-                                 self.opt.progress)
+        done = self.partial.frames if self.partial is not None else 0
+        self.progress = Progress(max(0, self.total - done), self.opt.progress)
+        self._checkpointed = (0, 0, Counter(), time.monotonic())
         self._ready.set()
         try:
             self._drain()
         finally:
             self.progress.close()
-            out.close()
+            closed = self._close(out)
             self.summary.topic_counts = dict(out.counts)
             if self.video is not None:
                 self.video.close()
                 self.summary.video_frames = self.video.frames
-            if partial is not None:
-                partial.close()
-                swap_in(out.path, Path(self.opt.output_bag))
+            if self.partial is not None:
+                self.partial.close()
+                if closed:
+                    swap_in(out.path, Path(self.opt.output_bag))
+
+    def _close(self, out: OutputBag) -> bool:
+        """Close the bag; after a failed write keep only what the last checkpoint holds."""
+        if not self._writer_failed.is_set():
+            try:
+                out.close()
+                return True
+            except Exception as exc:  # noqa: BLE001 - the disk filled up at the very end
+                self._output_failed(exc)
+        processed, failed, failures, _ = self._checkpointed
+        self.summary.not_kept = self.summary.read - processed - failed
+        self.summary.read, self.summary.processed, self.summary.failed = \
+            processed + failed, processed, failed
+        self.summary.failures = failures
+        problem = out.abandon()
+        if problem is not None:
+            self.summary.output_error += f'; {problem}: the bag ends at its last checkpoint ' \
+                                         f'(--resume reads it)'
+        return problem is None
+
+    def _output_failed(self, exc: BaseException) -> None:
+        self.summary.output_error = f'writing {self.opt.output_bag} failed: {describe(exc)}'
+        log.error('%s', self.summary.output_error)
+        self._writer_failed.set()
 
     def _drain(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
                 return
-            if self._fatal is not None:
+            if self._writer_failed.is_set():
                 continue  # drain so the reader never blocks
             try:
                 self._handle(job)
+                if job[0] == 'frames' and time.monotonic() - self._checkpointed[3] >= \
+                        self.opt.checkpoint_seconds:
+                    self._checkpoint()
             except Exception as exc:  # noqa: BLE001 - a disk error: stop the run, keep the bag
-                log.error('writing the output bag failed: %s: %s', type(exc).__name__, exc)
-                self._fatal = BagError(f'writing {self.opt.output_bag} failed: {exc}')
+                self._output_failed(exc)
+
+    def _checkpoint(self) -> None:
+        self.bag_out.checkpoint()
+        s = self.summary
+        self._checkpointed = (s.processed, s.failed, Counter(s.failures), time.monotonic())
 
     def _handle(self, job: tuple) -> None:
         kind = job[0]
@@ -381,12 +382,25 @@ class Replayer:
         elif kind == 'copy':
             if job[1] in out.connections and out.connections[job[1]] is not None:
                 out.write(job[1], job[2], job[3])
+        elif kind == 'input_error':
+            self._write_input_error(out, *job[1:])
         else:
             for item, result in zip(job[1], job[2], strict=True):
                 self._write_frame(out, item, result)
                 self.progress.update()
+            if self.opt.on_frame is not None:
+                self.opt.on_frame(len(job[1]))
+
+    def _write_input_error(self, out: OutputBag, reason: str, position: dict,
+                           time_ns: int) -> None:
+        """One record per camera: where reading stopped (the next index, the last bag time)."""
+        for topic in self.topics:
+            record = error_record(fallback_header(time_ns), topic, position.get(topic, 0),
+                                  time_ns, reason, 'input')
+            out.write(self.errors, time_ns, serialize_message(record))
 
     def _write_frame(self, out: OutputBag, item: FrameItem, result) -> None:
+        """Turn one frame's result into its messages (input order per camera) and write them."""
         if item.error is None:
             problem = result.non_finite()
             if problem:
@@ -397,7 +411,7 @@ class Replayer:
                     self.opt.on_result(item, result)
                 image = item.frame.rgb()
                 msgs = build_messages(item.header, result, self.opt.messages, image)
-                data = {s: serialize_message(m) for s, m in msgs.items()}
+                data = {s: serialize_message(m) for s, m in msgs.items() if s in self.suffixes}
             except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
                 item.error, item.kind = f'building messages failed: {exc}', 'internal'
             else:
@@ -414,6 +428,14 @@ class Replayer:
         self.summary.failed += 1
         self.summary.failures[item.kind] += 1
         log.debug('frame %d of %s failed: %s', item.index, item.topic, item.error)
+
+
+def count_before(bag: InputBag, connections: Sequence, stop_ns: int) -> Counter:
+    """Messages of each topic before ``stop_ns``: the index of the first one at or after it."""
+    counts: Counter = Counter()
+    for conn, _, _ in bag.messages(connections, None, stop_ns):
+        counts[conn.topic] += 1
+    return counts
 
 
 def replay(pipeline, options: ReplayOptions) -> Summary:

@@ -59,12 +59,14 @@ class Progress:
         """One status line: ``replay: 12/100 frames, 3.1 frames/s, ETA 0:00:28``."""
         rate = self.rate()
         total = '?' if self.total is None else str(self.total)
-        left = (self.total - self.done) / rate if self.total is not None and rate > 0 \
+        left = max(0, self.total - self.done) / rate if self.total is not None and rate > 0 \
             else float('nan')
         return f'replay: {self.done}/{total} frames, {rate:.2f} frames/s, ETA {_clock(left)}'
 
     def update(self, n: int = 1) -> None:
-        """Add ``n`` finished frames."""
+        """Add ``n`` finished frames (negative: frames a lost worker had counted)."""
+        if not n:
+            return
         self.done += n
         if not self.enabled:
             return

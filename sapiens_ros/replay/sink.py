@@ -12,10 +12,21 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Write the output rosbag2 bag: metadata version 8 (Humble plays it), offered QoS per topic."""
+"""
+Write the output rosbag2 bag: metadata version 8 (Humble plays it), offered QoS per topic.
+
+The bag is crash-safe: :meth:`OutputBag.checkpoint` makes everything written so far durable
+(mcap: the open chunk is written and fsynced; sqlite3: the transaction is committed), so a
+killed run leaves a readable prefix that ends at a checkpoint. A failed write (disk full,
+unwritable output) drops what came after the last checkpoint and closes the bag with the room a
+reserve file kept for its index and ``metadata.yaml``.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+import errno
+from io import BytesIO
 import os
 from pathlib import Path
 
@@ -23,6 +34,10 @@ from .source import BagError, typestore_of
 
 #: Storage plugins by ``--storage`` name.
 STORAGES = ('mcap', 'sqlite3')
+
+
+class OutputError(BagError):
+    """The output bag cannot be written (unwritable directory, full disk)."""
 
 
 def msgtype_of(msg_class: type) -> str:
@@ -62,10 +77,13 @@ class OutputBag:
         self.typestore = runtime_typestore()
         self.connections: dict[str, object] = {}
         self.counts: dict[str, int] = {}
+        self.reserve = self.path / RESERVE_NAME
+        self._saved: tuple | None = None
         try:
             self.writer.open()
-        except Exception as exc:  # noqa: BLE001 - permissions, missing parent...
-            raise BagError(f'cannot create output bag {self.path}: {exc}') from None
+            self.checkpoint()
+        except Exception as exc:  # noqa: BLE001 - permissions, missing parent, full disk...
+            raise OutputError(f'cannot create output bag {self.path}: {describe(exc)}') from None
 
     def add(self, topic: str, msgtype: str, offered_qos) -> object:
         """Create (once) the connection of an output topic, its definition from the distro."""
@@ -102,7 +120,102 @@ class OutputBag:
         self.writer.write(self.connections[topic], int(time_ns), data)
         self.counts[topic] += 1
 
+    # ------------------------------------------------------------------ crash safety
+    def checkpoint(self) -> None:
+        """
+        Make everything written so far durable and remember this state for :meth:`abandon`.
+
+        Raises the OSError of a full disk (growing the reserve is the first write to fail).
+        """
+        storage, writer = self.writer.storage, self.writer
+        if storage is None:
+            return
+        if hasattr(storage, 'close_chunk'):  # mcap: a chunk ends at every checkpoint
+            if storage.chunk.bio.tell():
+                storage.close_chunk()
+            storage.bio.flush()
+            os.fsync(storage.bio.fileno())
+            state = (storage.bio.tell(), len(storage.chunks), dict(storage.channel_stats),
+                     storage.message_start_time, storage.message_end_time)
+        elif hasattr(storage, 'conn'):  # sqlite3: one transaction per checkpoint
+            storage.conn.commit()
+            state = None
+        else:
+            return
+        self._grow_reserve(len(getattr(storage, 'chunks', ())))
+        self._saved = (state, dict(writer.counts), writer.min_timestamp, writer.max_timestamp,
+                       dict(self.counts))
+
+    def _grow_reserve(self, chunks: int) -> None:
+        """Keep room for the index (about 256 bytes per chunk) and metadata.yaml."""
+        size = RESERVE_BASE + 256 * chunks
+        have = self.reserve.stat().st_size if self.reserve.exists() else 0
+        if size > have:
+            with open(self.reserve, 'ab') as f:
+                f.write(bytes(size - have))
+                f.flush()
+                os.fsync(f.fileno())
+
+    def abandon(self) -> str | None:
+        """
+        After a failed write: drop everything since the last checkpoint, then close the bag.
+
+        Return ``None`` when the bag was closed (valid, indexed, with metadata.yaml), else why
+        not; the storage file then still ends at the checkpoint (``--resume`` reads it).
+        """
+        storage, writer = self.writer.storage, self.writer
+        if storage is None or self._saved is None:
+            return 'the bag was never opened'
+        state, counts, lo, hi, ours = self._saved
+        if hasattr(storage, 'close_chunk'):
+            offset, chunks, stats, start, end = state
+            try:
+                storage.bio.close()  # its buffer fails to flush again; the file is closed anyway
+            except OSError:
+                pass
+            os.truncate(storage.path, offset)
+            storage.bio = open(storage.path, 'r+b')  # noqa: SIM115 - the writer closes it
+            storage.bio.seek(offset)
+            del storage.chunks[chunks:]
+            storage.channel_stats = _since(stats, storage.channel_stats)
+            storage.message_start_time, storage.message_end_time = start, end
+            storage.chunk = type(storage.chunk)(2**63 - 1, 0, BytesIO(), defaultdict(list))
+        else:
+            storage.conn.rollback()
+        writer.counts = _since(counts, writer.counts)
+        writer.min_timestamp, writer.max_timestamp = lo, hi
+        self.counts = _since(ours, self.counts)
+        self.reserve.unlink(missing_ok=True)  # its room is for the index and metadata.yaml
+        try:
+            writer.close()
+        except Exception as exc:  # noqa: BLE001 - the disk is still full
+            writer.storage = None
+            if state is not None:
+                os.truncate(storage.path, state[0])
+            return f'closing it failed too ({describe(exc)})'
+        return None
+
     def close(self) -> None:
         """Write the index and metadata.yaml (the bag is valid only after this)."""
         if self.writer.storage is not None:
+            self.reserve.unlink(missing_ok=True)
             self.writer.close()
+
+
+#: The file in the bag directory that keeps room for closing the bag on a full disk.
+RESERVE_NAME = '.sapiens_replay_reserve'
+RESERVE_BASE = 256 * 1024
+
+
+def _since(saved: dict, now: dict) -> dict:
+    """Return the saved counts, with 0 for connections added since the checkpoint."""
+    return {key: saved.get(key, 0) for key in now}
+
+
+def describe(exc: BaseException) -> str:
+    """Short text of a write failure; names a full disk plainly."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f'no space left on the device ({exc.strerror})'
+    if 'disk is full' in str(exc) or 'database or disk is full' in str(exc):
+        return f'no space left on the device ({exc})'
+    return f'{type(exc).__name__}: {exc}'

@@ -17,11 +17,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+import logging
 from pathlib import Path
 
 from ..core.errors import SapiensError
 
 #: Camera message types the replay reads, and what each one is.
+log = logging.getLogger(__name__)
+
 IMAGE_TYPES = {'sensor_msgs/msg/Image': 'raw', 'sensor_msgs/msg/CompressedImage': 'compressed'}
 
 #: Typestores by ROS 2 distro (bags without message definitions, the running distro's CDR).
@@ -41,50 +44,89 @@ class BagError(SapiensError):
     """The input or output bag cannot be used (missing, corrupt, truncated, wrong topics)."""
 
 
-def bag_dir(path: str | Path) -> Path:
-    """Return the rosbag2 directory for ``path`` (the directory, or a storage file inside it)."""
+def bag_dir(path: str | Path, unclosed: bool = False) -> Path:
+    """
+    Return the rosbag2 directory for ``path`` (the directory, or a storage file inside it).
+
+    ``unclosed`` also accepts a directory whose writer was killed before it wrote
+    ``metadata.yaml`` (it still holds its ``.mcap`` / ``.db3`` file).
+    """
     path = Path(path)
     if not path.exists():
         raise BagError(f'input bag {str(path)!r} does not exist')
     if path.is_file():
-        if path.suffix in ('.mcap', '.db3') and (path.parent / 'metadata.yaml').is_file():
+        if path.suffix in ('.mcap', '.db3') and \
+                (unclosed or (path.parent / 'metadata.yaml').is_file()):
             return path.parent
         if path.suffix == '.bag':
             raise BagError(f'{path} is a ROS 1 bag; replay reads rosbag2 bags (sqlite3, mcap)')
         raise BagError(f'{path} is not a rosbag2 bag: give the bag directory (with '
                        f'metadata.yaml)')
-    if not (path / 'metadata.yaml').is_file():
+    if not (path / 'metadata.yaml').is_file() and \
+            not (unclosed and storage_files(path)):
         raise BagError(f'{path} has no metadata.yaml: not a rosbag2 bag, or one that was never '
                        f'closed (the recorder was killed)')
     return path
 
 
-def _default_typestore(path: Path):
-    """Typestore for bags without embedded definitions, picked by the bag's ``ros_distro``."""
-    distro = 'humble'
+def storage_files(path: Path) -> list[Path]:
+    """Return the ``.mcap`` / ``.db3`` files of a bag directory."""
+    return sorted(path.glob('*.mcap')) + sorted(path.glob('*.db3'))
+
+
+def _distro_of(path: Path, default: str = 'humble') -> str:
+    """Return the ``ros_distro`` of a bag's metadata.yaml (``default`` if it has none)."""
     try:
         for line in (path / 'metadata.yaml').read_text(errors='replace').splitlines():
             if line.strip().startswith('ros_distro:'):
-                distro = line.split(':', 1)[1].strip().strip('\'"') or distro
+                return line.split(':', 1)[1].strip().strip('\'"') or default
     except OSError:
         pass
-    return typestore_of(distro, fallback='humble')
+    return default
+
+
+def _default_typestore(path: Path):
+    """Typestore for bags without embedded definitions, picked by the bag's ``ros_distro``."""
+    return typestore_of(_distro_of(path), fallback='humble')
 
 
 class InputBag:
-    """A rosbag2 bag opened for reading; every rosbags failure becomes a :class:`BagError`."""
+    """
+    A rosbag2 bag opened for reading; every rosbags failure becomes a :class:`BagError`.
 
-    def __init__(self, path: str | Path) -> None:
+    With ``salvage`` a bag rosbags cannot open (a truncated mcap, one whose writer was killed
+    before it wrote the summary or ``metadata.yaml``) is read by :class:`ScanBag` up to its
+    first damaged record instead; ``salvaged`` then says why.
+    """
+
+    def __init__(self, path: str | Path, salvage: bool = False) -> None:
         from rosbags.highlevel import AnyReader
 
-        self.path = bag_dir(path)
-        try:
-            self.reader = AnyReader([self.path], default_typestore=_default_typestore(self.path))
-            self.reader.open()
-        except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on bad files
-            raise BagError(f'cannot open input bag {self.path}: {type(exc).__name__}: '
-                           f'{exc}') from None
+        self.path = bag_dir(path, unclosed=salvage)
+        self.salvaged: str | None = None
+        self.reader = None
+        if not (self.path / 'metadata.yaml').is_file():
+            self._scan('it has no metadata.yaml (its writer never closed it)')
+        else:
+            try:
+                self.reader = AnyReader([self.path],
+                                        default_typestore=_default_typestore(self.path))
+                self.reader.open()
+            except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on bad files
+                self.reader = None
+                if not salvage or not storage_files(self.path):
+                    raise BagError(f'cannot open input bag {self.path}: {type(exc).__name__}: '
+                                   f'{exc}') from None
+                self._scan(f'rosbags cannot open it: {type(exc).__name__}: {exc}')
         self.connections = list(self.reader.connections)
+
+    def _scan(self, why: str) -> None:
+        """Read the bag record by record (its readable prefix)."""
+        from .scan import ScanBag
+
+        self.reader = ScanBag(self.path, _distro_of(self.path))
+        self.salvaged = why
+        log.warning('%s: %s; reading what it holds record by record', self.path, why)
 
     def __enter__(self) -> InputBag:
         return self
@@ -94,7 +136,7 @@ class InputBag:
 
     def close(self) -> None:
         """Close the reader (safe to call twice)."""
-        if self.reader is not None and self.reader.stack is not None:
+        if self.reader is not None and getattr(self.reader, 'stack', True) is not None:
             try:
                 self.reader.close()
             except Exception:  # noqa: BLE001, S110 - closing a corrupt file must not mask
@@ -117,6 +159,10 @@ class InputBag:
     def select(self, names: Sequence[str] | None = None) -> list:
         """Return the connections of the camera topics ``names`` (all camera topics if empty)."""
         found = self.image_topics()
+        if not found and self.salvaged:
+            damage = getattr(self.reader, 'damage', None)
+            raise BagError(f'input bag {self.path} is corrupt or truncated and holds no readable '
+                           f'camera message: {damage.text() if damage else self.salvaged}')
         if not names:
             if not found:
                 have = ', '.join(f'{c.topic} ({c.msgtype})' for c in self.connections)
@@ -139,17 +185,28 @@ class InputBag:
 
     def messages(self, connections: Sequence = (), start: int | None = None,
                  stop: int | None = None) -> Iterator[tuple]:
-        """Yield ``(connection, time_ns, raw)`` in time order; a broken file raises BagError."""
+        """
+        Yield ``(connection, time_ns, raw)``; a broken file raises BagError saying where.
+
+        rosbags yields time order (ties in write order); a salvaged bag yields write order.
+        """
         it = self.reader.messages(connections=connections, start=start, stop=stop)
+        count, last = 0, None
         while True:
             try:
                 item = next(it)
             except StopIteration:
-                return
+                break
             except Exception as exc:  # noqa: BLE001 - truncated chunks, bad sqlite pages...
-                raise BagError(f'input bag {self.path} is corrupt or truncated: '
-                               f'{type(exc).__name__}: {exc}') from None
+                where = f'after {count} messages' + \
+                    (f' (last bag time {last} ns)' if last is not None else '')
+                raise BagError(f'input bag {self.path} is corrupt or truncated: reading '
+                               f'stopped {where}: {type(exc).__name__}: {exc}') from None
+            count, last = count + 1, item[1]
             yield item
+        damage = getattr(self.reader, 'damage', None)
+        if damage is not None:
+            raise BagError(f'input bag {self.path} is corrupt or truncated: {damage.text()}')
 
     def deserialize(self, raw: bytes, msgtype: str):
         """Deserialize one message (raises the rosbags error on bad bytes)."""

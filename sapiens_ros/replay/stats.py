@@ -19,12 +19,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 import io
+import logging
 
 import numpy as np
 
 from .records import record_values
-from .source import InputBag
+from .source import BagError, InputBag
 from ..core.metadata import keypoint_info
+
+log = logging.getLogger(__name__)
 
 _KEYPOINTS = '/pose/keypoints'
 
@@ -92,32 +95,35 @@ def _scores(msg) -> np.ndarray:
 
 
 def bag_stats(path: str) -> BagStats:
-    """Read an output bag (deserializing only keypoints and error records)."""
+    """Read an output bag, closed or not (deserializing only keypoints and error records)."""
     out = BagStats()
-    with InputBag(path) as bag:
+    with InputBag(path, salvage=True) as bag:  # a killed run's bag too: its readable part
         topics = {}
         for c in bag.connections:
             topics.setdefault(c.topic, TopicStats(c.topic, c.msgtype))
         cameras: dict[str, CameraStats] = {}
-        for conn, time_ns, raw in bag.messages():
-            ts = topics[conn.topic]
-            ts.count += 1
-            ts.first_ns = time_ns if ts.first_ns is None else min(ts.first_ns, time_ns)
-            ts.last_ns = time_ns if ts.last_ns is None else max(ts.last_ns, time_ns)
-            if conn.topic.endswith(_KEYPOINTS) and conn.msgtype.endswith('PointCloud2'):
-                prefix = conn.topic[:-len(_KEYPOINTS)]
-                cam = cameras.setdefault(prefix, CameraStats(prefix))
-                scores = _scores(bag.deserialize(raw, conn.msgtype))
-                cam.frames += 1
-                cam.with_person += int(scores.shape[0] > 0)
-                cam.persons += scores.shape[0]
-                if scores.shape[0]:
-                    total = scores.sum(0, dtype=np.float64)
-                    cam.score_sum = total if cam.score_sum is None else cam.score_sum + total
-            elif conn.msgtype == 'diagnostic_msgs/msg/DiagnosticArray' and \
-                    conn.topic.endswith('/errors'):
-                values = record_values(bag.deserialize(raw, conn.msgtype))
-                out.failures[values.get('kind', 'unknown') or 'unknown'] += 1
+        try:
+            for conn, time_ns, raw in bag.messages():
+                ts = topics[conn.topic]
+                ts.count += 1
+                ts.first_ns = time_ns if ts.first_ns is None else min(ts.first_ns, time_ns)
+                ts.last_ns = time_ns if ts.last_ns is None else max(ts.last_ns, time_ns)
+                if conn.topic.endswith(_KEYPOINTS) and conn.msgtype.endswith('PointCloud2'):
+                    prefix = conn.topic[:-len(_KEYPOINTS)]
+                    cam = cameras.setdefault(prefix, CameraStats(prefix))
+                    scores = _scores(bag.deserialize(raw, conn.msgtype))
+                    cam.frames += 1
+                    cam.with_person += int(scores.shape[0] > 0)
+                    cam.persons += scores.shape[0]
+                    if scores.shape[0]:
+                        total = scores.sum(0, dtype=np.float64)
+                        cam.score_sum = total if cam.score_sum is None else cam.score_sum + total
+                elif conn.msgtype == 'diagnostic_msgs/msg/DiagnosticArray' and \
+                        conn.topic.endswith('/errors'):
+                    values = record_values(bag.deserialize(raw, conn.msgtype))
+                    out.failures[values.get('kind', 'unknown') or 'unknown'] += 1
+        except BagError as exc:  # an unclosed or damaged bag: what was readable counts
+            log.warning('%s', exc)
         out.topics = sorted(topics.values(), key=lambda t: t.topic)
         out.cameras = [cameras[k] for k in sorted(cameras)]
     return out

@@ -75,4 +75,6 @@ def parameter_overrides(args: dict[str, str]) -> dict:
                     from None
     if args.get('input_size'):
         out['input_size'] = parse_input_size(args['input_size'])
+    if args.get('depth'):  # depth:=<topic> turns the RGB-D input on (the launch file remaps)
+        out['use_depth'] = True
     return out

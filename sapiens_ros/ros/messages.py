@@ -30,10 +30,11 @@ from __future__ import annotations
 import array
 from collections.abc import Collection
 from dataclasses import dataclass
+import json
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, Pose, PoseArray
 import numpy as np
 from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import ColorRGBA, Header, String
@@ -42,7 +43,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..core import render as R
 from ..core.hostbuf import as_buffer
 from ..core.metadata import keypoint_info, seg_class_info
+from ..core.people import People, with_pointmap_scale
 from ..core.pipeline import FrameResult
+from ..core.visualize import id_color
 
 #: Output topic suffixes per task, in publish order.
 TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -51,6 +54,9 @@ TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
     'normal': ('normal/image', 'normal/overlay'),
     'pointmap': ('pointmap/points', 'pointmap/depth'),
 }
+
+#: Outputs built from the tracked people (``build_messages(..., people=...)``), pose task.
+PEOPLE_OUTPUTS: tuple[str, ...] = ('people/poses', 'people/ids')
 
 #: Latched (transient-local) metadata topics per task.
 INFO_TOPICS: dict[str, str] = {'pose': 'pose/keypoint_info', 'seg': 'seg/label_info'}
@@ -61,6 +67,7 @@ TOPIC_TYPES: dict[str, type] = {
     'pose/keypoint_info': String, 'seg/labels': Image, 'seg/overlay': Image,
     'seg/label_info': String, 'normal/image': Image, 'normal/overlay': Image,
     'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'diagnostics': DiagnosticArray,
+    'people/poses': PoseArray, 'people/ids': String,
 }
 
 #: ``<topic>/compressed`` variants (``CompressedImage``, image_transport's naming) and their topic.
@@ -70,13 +77,15 @@ TOPIC_TYPES.update({s: CompressedImage for s in COMPRESSED_OUTPUTS})
 
 #: Which task produces each output suffix (compressed variants included).
 OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
+OUTPUT_TASK.update(dict.fromkeys(PEOPLE_OUTPUTS, 'pose'))
 OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
 
 #: The outputs a robot wants at 30 Hz: 3.65 MB per 1024x768 frame with a person on 35 % of it,
-#: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md.
+#: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md. The
+#: people outputs are built only with tracked people (tens of bytes per person).
 DEFAULT_OUTPUTS: tuple[str, ...] = (
     'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
-    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth')
+    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth', *PEOPLE_OUTPUTS)
 
 #: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
 NORMAL_ENCODINGS = ('32FC3', '16SC3')
@@ -95,8 +104,11 @@ _FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): Poi
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
 
-KEYPOINT_DTYPE = np.dtype([(n, '<f4') for n in ('u', 'v', 'score', 'x', 'y', 'z')])
-PERSON_DTYPE = np.dtype([(n, '<f4') for n in ('x_min', 'y_min', 'x_max', 'y_max', 'score')])
+#: ``id``: the person's track id in every row (-1: untracked, or no tracking).
+KEYPOINT_DTYPE = np.dtype([(n, '<f4') for n in ('u', 'v', 'score', 'x', 'y', 'z')] +
+                          [('id', '<i4')])
+PERSON_DTYPE = np.dtype([(n, '<f4') for n in ('x_min', 'y_min', 'x_max', 'y_max', 'score')] +
+                        [('id', '<i4')])
 
 
 @dataclass
@@ -112,6 +124,8 @@ class MessageOptions:
     normal_encoding: str = '32FC3'  # normal/image: '32FC3' or '16SC3' (x 32767)
     compressed_format: str = 'jpeg'  # overlays' /compressed: 'jpeg' or 'png' (labels: png)
     jpeg_quality: int = 90
+    smooth_markers: bool = True  # pose/markers from the One-Euro filtered people (with people)
+    smooth_keypoints: bool = False  # pose/keypoints u, v, x, y, z filtered too (default raw)
 
 
 def byte_array(values: np.ndarray) -> array.array:
@@ -152,31 +166,65 @@ def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
     return msg
 
 
-def keypoints_cloud(header: Header, result: FrameResult) -> PointCloud2:
-    """``pose/keypoints``: height = persons, width = 308; u, v, score, x, y, z float32."""
+def task_outputs(tasks: Collection[str], people: bool = True) -> list[str]:
+    """Output suffixes of ``tasks`` in publish order, with the people outputs when tracked."""
+    out = [s for t in TASK_OUTPUTS if t in tasks for s in TASK_OUTPUTS[t]]
+    return out + list(PEOPLE_OUTPUTS) if people and 'pose' in tasks else out
+
+
+def _track_ids(result: FrameResult, people: People | None) -> np.ndarray:
+    """Track id per pose row; -1 without people (or rows that do not match)."""
+    rows = len(result.pose.boxes)
+    if people is None or len(people) != rows:
+        return np.full(rows, -1, np.int32)
+    return people.ids.astype(np.int32)
+
+
+def _keypoint_rows(result: FrameResult, people: People | None,
+                   smoothed: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Image keypoints ``(P, K, 2)`` and XYZ ``(P, K, 3)`` or None: raw or One-Euro filtered."""
+    pose = result.pose
+    if people is None or len(people) != len(pose.boxes):
+        return pose.keypoints, result.keypoints_xyz
+    if smoothed:
+        return people.smoothed, people.xyz
+    return people.keypoints, people.xyz_raw
+
+
+def keypoints_cloud(header: Header, result: FrameResult, people: People | None = None,
+                    smoothed: bool = False) -> PointCloud2:
+    """
+    ``pose/keypoints``: height = persons, width = 308; u, v, score, x, y, z float32, id int32.
+
+    With ``people``: ids per row; x, y, z from the depth image when one was paired (else the
+    pointmap); ``smoothed`` takes the One-Euro filtered u, v and x, y, z instead of the raw ones.
+    """
     pose = result.pose
     persons, count = pose.scores.shape if pose.scores.ndim == 2 else (0, 0)
     count = count or len(keypoint_info().names)
+    uv, xyz = _keypoint_rows(result, people, smoothed)
     cloud = np.empty((persons, count), KEYPOINT_DTYPE)
-    cloud['u'] = pose.keypoints[..., 0]
-    cloud['v'] = pose.keypoints[..., 1]
+    cloud['u'] = uv[..., 0]
+    cloud['v'] = uv[..., 1]
     cloud['score'] = pose.scores
-    xyz = result.keypoints_xyz
     if xyz is not None and xyz.shape[:2] == (persons, count):
         cloud['x'], cloud['y'], cloud['z'] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
     else:
         cloud['x'] = cloud['y'] = cloud['z'] = np.nan
+    cloud['id'] = _track_ids(result, people)[:, None]
     dense = persons == 0 or bool(np.isfinite(cloud['z']).all())
     return pointcloud2(header, cloud, height=persons, width=count, dense=dense)
 
 
-def persons_cloud(header: Header, result: FrameResult) -> PointCloud2:
-    """``pose/persons``: one point per person with its xyxy box and score."""
+def persons_cloud(header: Header, result: FrameResult,
+                  people: People | None = None) -> PointCloud2:
+    """``pose/persons``: one point per person with its xyxy box, score and track id."""
     pose = result.pose
     cloud = np.empty(len(pose.boxes), PERSON_DTYPE)
     for i, name in enumerate(PERSON_DTYPE.names[:4]):
         cloud[name] = pose.boxes[:, i]
     cloud['score'] = pose.box_scores
+    cloud['id'] = _track_ids(result, people)
     return pointcloud2(header, cloud, height=1, width=len(cloud), dense=True)
 
 
@@ -186,8 +234,9 @@ def _points(xyz: np.ndarray) -> list:
 
 
 def _marker(header: Header, ns: str, kind: int, points: list, size: float,
-            rgba: tuple[float, float, float, float]) -> Marker:
-    marker = Marker(header=header, ns=ns, id=0, type=kind, action=Marker.ADD, **_NOCHECK)
+            rgba: tuple[float, float, float, float], marker_id: int = 0) -> Marker:
+    marker = Marker(header=header, ns=ns, id=marker_id, type=kind, action=Marker.ADD,
+                    **_NOCHECK)
     marker.pose.orientation.w = 1.0
     marker.scale.x = marker.scale.y = size
     marker.color = ColorRGBA(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3])
@@ -196,39 +245,90 @@ def _marker(header: Header, ns: str, kind: int, points: list, size: float,
     return marker
 
 
-def skeleton_markers(header: Header, result: FrameResult,
-                     options: MessageOptions) -> MarkerArray:
-    """
-    ``pose/markers``: all persons' keypoints (POINTS) and links (LINE_LIST) in two markers.
+def _id_marker(header: Header, ns: str, row: int, track: int, top: np.ndarray, height: float,
+               rgba: tuple[float, float, float, float]) -> Marker:
+    """TEXT_VIEW_FACING marker showing ``track`` ``height`` above the point ``top``."""
+    marker = _marker(header, ns, Marker.TEXT_VIEW_FACING, [], height, rgba, row)
+    marker.scale.z = height
+    marker.text = str(track)
+    marker.pose.position = Point(x=float(top[0]), y=float(top[1] - height), z=float(top[2]))
+    return marker
 
-    3D (metres, camera frame) when the pointmap gave keypoint XYZ, else 2D image space with
-    ``pixel_scale`` metres per pixel at z = 0. A DELETEALL marker first clears old frames.
+
+def skeleton_markers(header: Header, result: FrameResult, options: MessageOptions,
+                     people: People | None = None) -> MarkerArray:
+    """
+    ``pose/markers``: per person, its keypoints (POINTS), links (LINE_LIST) and track id (TEXT).
+
+    3D (metres, camera frame) when keypoint XYZ exist, else 2D image space with ``pixel_scale``
+    metres per pixel at z = 0. With ``people`` the markers take the person's colour from its
+    track id and, when ``options.smooth_markers``, the One-Euro filtered keypoints; untracked
+    people are grey and get no text. A DELETEALL marker first clears old frames.
     """
     pose = result.pose
     thr = options.score_threshold
     links = keypoint_info().skeleton
-    xyz3 = result.keypoints_xyz
+    uv, xyz3 = _keypoint_rows(result, people, options.smooth_markers)
     if xyz3 is not None and xyz3.shape[:2] == pose.scores.shape and np.isfinite(xyz3).any():
         coords, ok = xyz3.astype(np.float64), np.isfinite(xyz3).all(-1) & (pose.scores > thr)
-        size, ns = options.marker_size, 'skeleton3d'
+        size, ns, text = options.marker_size, 'skeleton3d', 0.1
     else:
         coords = np.zeros(pose.scores.shape + (3,), np.float64)
-        coords[..., :2] = pose.keypoints * options.pixel_scale
-        ok = pose.scores > thr
+        coords[..., :2] = uv * options.pixel_scale
+        ok = np.isfinite(coords).all(-1) & (pose.scores > thr)
         size, ns = max(options.pixel_scale * 4.0, 1e-4), 'skeleton2d'
-    pts = coords[ok]
+        text = options.pixel_scale * 24.0
     both = ok[:, links[:, 0]] & ok[:, links[:, 1]]  # (P, L)
-    segs = np.stack([coords[:, links[:, 0]], coords[:, links[:, 1]]], axis=2)[both]
-    clear = Marker(header=header, action=Marker.DELETEALL, **_NOCHECK)
-    out = MarkerArray(markers=[clear])
-    if len(pts):
+    segs = np.stack([coords[:, links[:, 0]], coords[:, links[:, 1]]], axis=2)  # (P, L, 2, 3)
+    ids = _track_ids(result, people)
+    out = MarkerArray(markers=[Marker(header=header, action=Marker.DELETEALL, **_NOCHECK)])
+    for row in range(len(coords)):  # one colour per person: a few markers each, no per-point
+        pts = coords[row][ok[row]]
+        if not len(pts):
+            continue
+        rgba = (*id_color(int(ids[row])), 1.0)
         out.markers.append(_marker(header, ns + '/keypoints', Marker.POINTS, _points(pts),
-                                   size, (1.0, 0.25, 0.1, 1.0)))
-    if len(segs):
-        out.markers.append(_marker(header, ns + '/links', Marker.LINE_LIST,
-                                   _points(segs.reshape(-1, 3)), size * 0.5,
-                                   (0.0, 1.0, 0.5, 1.0)))
+                                   size, rgba, row))
+        if both[row].any():
+            out.markers.append(_marker(header, ns + '/links', Marker.LINE_LIST,
+                                       _points(segs[row][both[row]].reshape(-1, 3)),
+                                       size * 0.5, rgba, row))
+        if ids[row] >= 0:
+            top = pts[np.argmin(pts[:, 1])]  # y points down in both frames
+            out.markers.append(_id_marker(header, ns + '/ids', row, int(ids[row]), top, text,
+                                          rgba))
     return out
+
+
+def people_poses(header: Header, people: People) -> PoseArray:
+    """``people/poses``: each tracked person's torso pose (camera frame, metres) with 3D."""
+    keep = _posed(people)
+    msg = PoseArray(header=header)
+    rows = zip(people.torso_position[keep].tolist(), people.torso_orientation[keep].tolist(),
+               strict=True)
+    for (x, y, z), (qx, qy, qz, qw) in rows:
+        pose = Pose()
+        pose.position.x, pose.position.y, pose.position.z = x, y, z
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = qx, qy, qz, qw
+        msg.poses.append(pose)
+    return msg
+
+
+def people_ids(header: Header, people: People) -> String:
+    """
+    ``people/ids``: JSON ``{"stamp": {"sec", "nanosec"}, "frame_id", "ids"}``.
+
+    ``ids`` are the track ids in the order of ``people/poses`` of the same stamp.
+    """
+    stamp = {'sec': int(header.stamp.sec), 'nanosec': int(header.stamp.nanosec)}
+    return String(data=json.dumps({'stamp': stamp, 'frame_id': header.frame_id,
+                                   'ids': people.ids[_posed(people)].tolist()}))
+
+
+def _posed(people: People) -> np.ndarray:
+    """Rows published in ``people/poses``: tracked, with a torso position."""
+    return (people.ids >= 0) & people.torso_valid
 
 
 def points_cloud(header: Header, result: FrameResult,
@@ -322,19 +422,25 @@ def _encoded(suffix: str, options: MessageOptions) -> tuple[str, str]:
 
 
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
-                   image: np.ndarray | None = None) -> dict:
+                   image: np.ndarray | None = None, people: People | None = None) -> dict:
     """
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
     ``image`` is the input frame as HxWx3 RGB uint8, needed only for overlays the pipeline did
-    not render. Only the suffixes in ``options.outputs`` (when set) are built; compressed
-    variants only when named there.
+    not render. ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids,
+    smoothed markers, ``people/*`` and the depth-fitted pointmap scale. Only the suffixes in
+    ``options.outputs`` (when set) are built; compressed variants only when named there.
     """
     options = options or MessageOptions()
     if options.normal_encoding not in NORMAL_ENCODINGS:
         raise ValueError(f'normal_encoding must be one of {NORMAL_ENCODINGS}, '
                          f'got {options.normal_encoding!r}')
     wanted = _wanted(result, options, image)
+    if people is not None:
+        result = with_pointmap_scale(result, people.pointmap_scale)
+        if result.pose is not None:
+            wanted += [s for s in PEOPLE_OUTPUTS
+                       if options.outputs is None or s in options.outputs]
     request = render_request(wanted, options)
     missing = request.keys() - set(result.rendered)
     buffers = dict(result.rendered)
@@ -352,9 +458,12 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         return image_msg(header, np.asarray(result.normal.normals, np.float32), '32FC3')
 
     builders = {
-        'pose/keypoints': lambda: keypoints_cloud(header, result),
-        'pose/persons': lambda: persons_cloud(header, result),
-        'pose/markers': lambda: skeleton_markers(header, result, options),
+        'pose/keypoints': lambda: keypoints_cloud(header, result, people,
+                                                  options.smooth_keypoints),
+        'pose/persons': lambda: persons_cloud(header, result, people),
+        'pose/markers': lambda: skeleton_markers(header, result, options, people),
+        'people/poses': lambda: people_poses(header, people),
+        'people/ids': lambda: people_ids(header, people),
         'seg/labels': lambda: image_msg(header, np.asarray(result.seg.labels, np.uint8),
                                         'mono8'),
         'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'], 'bgr8'),

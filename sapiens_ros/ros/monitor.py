@@ -26,7 +26,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
-from .messages import KEYPOINT_DTYPE, TASK_OUTPUTS, TOPIC_TYPES
+from .messages import KEYPOINT_DTYPE, task_outputs, TOPIC_TYPES
 from .node_params import declare_float
 from .spin import run_node
 from ..core.image_codec import decode_raw
@@ -54,10 +54,9 @@ class Monitor(Node):
         if self.output_dir:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         tasks = [t.strip() for t in self.get_parameter('tasks').value.split(',')]
-        for task in tasks:
-            for suffix in TASK_OUTPUTS.get(task, ()):
-                self.create_subscription(TOPIC_TYPES[suffix], suffix,
-                                         lambda m, s=suffix: self._on_output(s, m), 2)
+        for suffix in task_outputs(tasks):
+            self.create_subscription(TOPIC_TYPES[suffix], suffix,
+                                     lambda m, s=suffix: self._on_output(s, m), 2)
         self.create_subscription(Image, 'image', self._on_image, qos_profile_sensor_data)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 5)
         self.create_timer(self.period, self.report)
@@ -113,7 +112,8 @@ class Monitor(Node):
             img = self._image
             rgb = decode_raw(img.encoding, img.height, img.width, img.step, img.data).rgb()
             kp = self._keypoints
-            drawn = draw_skeleton(rgb, np.stack([kp['u'], kp['v']], -1), kp['score'])
+            drawn = draw_skeleton(rgb, np.stack([kp['u'], kp['v']], -1), kp['score'],
+                                  ids=kp['id'][:, 0] if kp.shape[1] else None)
             cv2.imwrite(str(self.output_dir / 'pose_skeleton.png'), drawn[..., ::-1])
 
     def report(self) -> None:

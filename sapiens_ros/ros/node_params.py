@@ -159,6 +159,29 @@ PARAMS: tuple[Param, ...] = (
           '(e.g. "pose/keypoints,seg/labels")'),
     Param('latency_warn_ms', 500.0, 'diagnostics WARN when latency p95 exceeds it',
           low=0.0, high=1e6),
+    # people (issue 11): tracking, One-Euro smoothing, RGB-D fusion (docs/people.md).
+    Param('tracking', True, 'track people across frames: ids in pose/persons, pose/keypoints, '
+          'pose/markers and people/ids (false: id -1, nothing smoothed)'),
+    Param('smoothing', True, 'pose/markers and people/poses from One-Euro filtered keypoints'),
+    Param('smooth_keypoints', False, 'pose/keypoints carry the filtered u, v, x, y, z too '
+          '(false: raw, as the model gave them)'),
+    Param('one_euro_min_cutoff', 1.0, 'One-Euro cutoff of a still keypoint (Hz): lower is '
+          'smoother', low=0.01, high=100.0),
+    Param('one_euro_beta', 0.02, 'One-Euro speed coefficient for image keypoints (per px/s): '
+          'higher lags less when moving', low=0.0, high=10.0),
+    Param('one_euro_beta_xyz', 2.0, 'One-Euro speed coefficient for keypoint XYZ (per m/s)',
+          low=0.0, high=1000.0),
+    Param('track_max_age', 1.0, 'a track unseen this long (s) is dropped', low=0.0,
+          high=60.0),
+    Param('use_depth', False, 'subscribe depth (16UC1 mm or 32FC1 m, aligned to the colour '
+          'camera): keypoint XYZ from it and a depth-fitted pointmap scale', read_only=True),
+    Param('depth_slop', 0.05, 'colour and depth stamps pair when closer than this (s)',
+          read_only=True, low=0.0, high=10.0),
+    Param('depth_queue_size', 10, 'messages per input the colour/depth pairing keeps',
+          read_only=True, low=1, high=1000),
+    Param('depth_timeout', 1.0, 'no depth for this long (s): colour frames go on without '
+          'depth (counted as bad_input.depth_missing); 0: wait for depth', low=0.0,
+          high=3600.0),
     # output encoding (issue 12)
     Param('normal_encoding', '32FC3', 'normal/image encoding: 32FC3 float unit vectors, or '
           '16SC3 int16 components = round(n * 32767) (half the bytes)', choices=NORMAL_ENCODINGS),

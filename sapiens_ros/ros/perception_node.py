@@ -42,15 +42,19 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_defau
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
+from .depth_input import DepthPairer, stamp_seconds, ThreadLogForwarder
 from .messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
-                       MessageOptions, OUTPUT_TASK, render_request, TASK_OUTPUTS, TOPIC_TYPES)
+                       MessageOptions, OUTPUT_TASK, render_request, TASK_OUTPUTS, task_outputs,
+                       TOPIC_TYPES)
 from .node_params import PARAM_BY_NAME, PARAMS, parse_outputs, validate
 from .runtime import LatestSlot, NodeStats, Throttle
 from .spin import run_node, STOP_TIMEOUT_S
 from ..backends.factory import load_pipeline
+from ..core.depth import decode_depth
 from ..core.errors import FrameError, SapiensError
 from ..core.image_codec import decode_message
 from ..core.intrinsics import Intrinsics
+from ..core.people import People, PeopleConfig, PeopleState
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import parse_tasks
 
@@ -109,6 +113,7 @@ class _Job:
     frame: object
     options: MessageOptions
     tasks: tuple
+    people: People | None = None
 
 
 def _stamp_ns(stamp) -> int:
@@ -143,6 +148,11 @@ class PerceptionNode(LifecycleNode):
         self._pending: dict = {}  # runtime pipeline settings, applied between frames
         self.not_configured_reason = 'not configured yet'
         self._camera_info_time = 0.0
+        self.people: PeopleState | None = None  # one per camera, created with the pipeline
+        self._people_config = PeopleConfig()
+        self._pairer: DepthPairer | None = None
+        self._depth_time = 0.0  # monotonic time of the last depth message
+        self._log_forwarder = ThreadLogForwarder(self.get_logger(), lambda: self._worker)
         self._apply_runtime({p.name: self._param(p.name) for p in PARAMS})
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
@@ -183,9 +193,29 @@ class PerceptionNode(LifecycleNode):
             for name, option in _MESSAGE_OPTIONS.items():
                 if name in values:
                     setattr(self._options, option, values[name])
+            self._apply_people(values)
             if 'force_outputs' in values:
                 self._forced = parse_outputs(values['force_outputs'])
             self._pending.update({k: v for k, v in values.items() if k in _PIPELINE_PARAMS})
+
+    def _apply_people(self, values: dict) -> None:
+        """People parameters into the options and the (shared) PeopleConfig; floats only."""
+        cfg = self._people_config
+        if 'smoothing' in values:
+            self._options.smooth_markers = values['smoothing']
+        if 'smooth_keypoints' in values:
+            self._options.smooth_keypoints = values['smooth_keypoints']
+        if 'tracking' in values:
+            cfg.tracking = values['tracking']
+        if 'track_max_age' in values:
+            cfg.tracker.max_age = values['track_max_age']
+        if 'one_euro_min_cutoff' in values:
+            cfg.keypoint_filter.min_cutoff = cfg.xyz_filter.min_cutoff = \
+                values['one_euro_min_cutoff']
+        if 'one_euro_beta' in values:
+            cfg.keypoint_filter.beta = values['one_euro_beta']
+        if 'one_euro_beta_xyz' in values:
+            cfg.xyz_filter.beta = values['one_euro_beta_xyz']
 
     def pipeline_settings(self) -> dict:
         """Return the runtime pipeline settings the next frame runs with."""
@@ -211,6 +241,9 @@ class PerceptionNode(LifecycleNode):
             self.get_logger().info(f'loading {", ".join(self.tasks)} '
                                    f'(backend {self._param("backend")})...')
             self.pipeline = build_pipeline(self.tasks, self._params(), progress=True)
+            self._people_config.device = str(self.pipeline.device)
+            self.people = PeopleState(self._people_config)
+            self._log_forwarder.attach()
             self.get_logger().info(
                 f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
                 f'{self.pipeline.device} ({self._model_ids()})')
@@ -226,12 +259,12 @@ class PerceptionNode(LifecycleNode):
         info_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                               durability=DurabilityPolicy.TRANSIENT_LOCAL)
         compressed = {raw: c for c, raw in COMPRESSED_OUTPUTS.items()}
+        for suffix in task_outputs(self.tasks):
+            for name in (suffix, compressed.get(suffix)):
+                if name is not None:  # <topic>/compressed only encoded when subscribed
+                    self._pubs[name] = self.create_lifecycle_publisher(
+                        TOPIC_TYPES[name], name, out_qos)
         for task in self.tasks:
-            for suffix in TASK_OUTPUTS[task]:
-                for name in (suffix, compressed.get(suffix)):
-                    if name is not None:  # <topic>/compressed only encoded when subscribed
-                        self._pubs[name] = self.create_lifecycle_publisher(
-                            TOPIC_TYPES[name], name, out_qos)
             if task in INFO_TOPICS:
                 self._info_pubs[INFO_TOPICS[task]] = self.create_lifecycle_publisher(
                     String, INFO_TOPICS[task], info_qos)
@@ -265,13 +298,21 @@ class PerceptionNode(LifecycleNode):
         self._subs.append(self.create_subscription(
             CameraInfo, 'camera_info', self._on_camera_info, in_qos,
             callback_group=self._input_group))
+        if self._param('use_depth'):
+            self._pairer = DepthPairer(self._param('depth_slop'), self._param('depth_queue_size'),
+                                       self._on_pair)
+            self._depth_time = time.monotonic()  # depth_timeout counts from now
+            self._subs.append(self.create_subscription(
+                Image, 'depth', self._on_depth, in_qos, callback_group=self._input_group))
         self._running.set()
         self._worker = threading.Thread(target=self._work, name='sapiens_infer', daemon=True)
         self._publisher = threading.Thread(target=self._publish_loop, name='sapiens_publish',
                                            daemon=True)
         self._worker.start()
         self._publisher.start()
-        self.get_logger().info(f'active: listening on {self._subs[0].topic_name}')
+        depth = f' and {self._subs[-1].topic_name} (pairing: {self._pairer.backend})' \
+            if self._pairer is not None else ''
+        self.get_logger().info(f'active: listening on {self._subs[0].topic_name}{depth}')
         return result
 
     def _stop(self, timeout: float | None = None) -> bool:
@@ -335,6 +376,9 @@ class PerceptionNode(LifecycleNode):
         self._info_pubs.clear()
         device = self.pipeline.device if self.pipeline is not None else None
         self.pipeline = None
+        self.people = None
+        self._pairer = None
+        self._log_forwarder.detach()
         gc.collect()
         _free_device_memory(None, device)
 
@@ -345,7 +389,26 @@ class PerceptionNode(LifecycleNode):
     # ----------------------------------------------------------------- input
     def _on_image(self, msg) -> None:
         self.stats.on_received()
-        self._slot.put((msg, time.monotonic()))
+        if self._pairer is None:
+            self._slot.put((msg, time.monotonic(), None))
+            return
+        timeout = self._param('depth_timeout')
+        silent = time.monotonic() - self._depth_time
+        if timeout > 0 and silent > timeout:  # no depth stream: colour goes on without it
+            self._bad('depth_missing', f'no depth message for {silent:.1f} s on '
+                      f'{self._subs[-1].topic_name}', 'frame processed without depth')
+            self._slot.put((msg, time.monotonic(), None))
+            return
+        self._pairer.add_image(msg)
+
+    def _on_depth(self, msg: Image) -> None:
+        self._depth_time = time.monotonic()
+        if self._pairer is not None:
+            self._pairer.add_depth(msg)
+
+    def _on_pair(self, msg, depth: Image) -> None:
+        """Put a colour frame and its matched depth image into the newest-frame slot."""
+        self._slot.put((msg, time.monotonic(), depth))
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self._camera_info = msg
@@ -363,17 +426,37 @@ class PerceptionNode(LifecycleNode):
         fmt = self._param('compressed_format')
         return decode_message(msg, self._param('max_pixels'), None if fmt == 'any' else fmt)
 
-    def _focal(self, size: tuple[int, int]) -> float:
-        """Return fx of a fresh, valid camera_info for an image of ``size``; else FrameError."""
+    def _camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
+        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
         info = self._camera_info
         if info is None:
-            raise FrameError('calibrated mode but no camera_info received yet')
+            raise FrameError(f'{why} but no camera_info received yet')
         age = time.monotonic() - self._camera_info_time
         timeout = self._param('camera_info_timeout')
         if timeout > 0 and age > timeout:
             raise FrameError(f'the last camera_info is {age:.1f} s old (camera_info_timeout '
                              f'{timeout:g} s): is the camera driver still publishing it?')
-        return Intrinsics.from_k(info.k, (info.height, info.width), size).fx
+        Intrinsics.from_k(info.k, (info.height, info.width), size)
+        return [float(v) for v in info.k]
+
+    def _depth_input(self, depth: Image | None, size: tuple[int, int]) -> dict:
+        """Keyword arguments of ``PeopleState.update`` for a paired depth image; {} when bad."""
+        if depth is None:
+            return {}
+        consequence = 'frame processed without depth'
+        try:
+            k = self._camera_k(size, 'use_depth')
+        except FrameError as exc:
+            self._bad('camera_info', str(exc), consequence)
+            return {}
+        try:
+            array = decode_depth(depth.encoding, depth.height, depth.width, depth.step,
+                                 depth.data, bool(depth.is_bigendian))
+        except FrameError as exc:
+            kind = 'depth_encoding' if 'encoding' in str(exc) else 'depth'
+            self._bad(kind, str(exc), consequence)
+            return {}
+        return {'depth': array, 'K': k, 'depth_encoding': depth.encoding}
 
     # ----------------------------------------------------------------- worker
     def wanted_outputs(self) -> set[str]:
@@ -391,7 +474,7 @@ class PerceptionNode(LifecycleNode):
                 continue
             self._infer_busy = True
             try:
-                job = self.infer(item[0])
+                job = self.infer(item[0], item[2])
                 while job is not None and self._running.is_set():
                     try:  # at most one result waits: no backlog, build overlaps inference
                         self._jobs.put(job, timeout=0.1)
@@ -425,13 +508,16 @@ class PerceptionNode(LifecycleNode):
         """Tell whether a frame is being processed or its messages are being published."""
         return self._infer_busy or self._publish_busy or not self._jobs.empty()
 
-    def infer(self, msg) -> _Job | None:
+    def infer(self, msg, depth: Image | None = None) -> _Job | None:
         """Decode ``msg`` and run the tasks whose outputs are wanted; None when skipped/bad."""
         outputs = self.wanted_outputs()
         tasks = tuple(t for t in self.tasks if any(OUTPUT_TASK[s] == t for s in outputs))
         if not tasks:
             self.stats.idle_skipped += 1
             return None
+        if 'people/poses' in outputs and depth is None and 'pointmap' in self.tasks and \
+                'pointmap' not in tasks:
+            tasks += ('pointmap',)  # torso positions need 3D: without depth, the pointmap
         if 'pointmap' in tasks and 'seg' in self.tasks and 'seg' not in tasks and \
                 self._param('foreground_only'):
             tasks = ('seg',) + tasks  # the pointmap's foreground mask comes from seg
@@ -444,7 +530,7 @@ class PerceptionNode(LifecycleNode):
         fx = None
         if self._param('calibrated') and 'pointmap' in tasks:
             try:
-                fx = self._focal(frame.pixels.shape[:2])
+                fx = self._camera_k(frame.pixels.shape[:2])[0]
             except FrameError as exc:  # only the metric scale needs it: the heads still run
                 self._bad('camera_info', str(exc), 'pointmap and 3D keypoints use the '
                           'predicted scale for this frame')
@@ -465,7 +551,12 @@ class PerceptionNode(LifecycleNode):
             return None
         if 'pose' in tasks and 'seg' not in tasks and result.seg is not None:
             tasks = ('seg',) + tasks  # the pipeline ran seg for the person boxes
-        return _Job(msg.header, result, frame, options, tasks)
+        people = None
+        if self.people is not None and ('pose' in tasks or depth is not None):
+            stamp = stamp_seconds(msg.header.stamp) or time.monotonic()
+            people = self.people.update(result, stamp,
+                                        **self._depth_input(depth, frame.pixels.shape[:2]))
+        return _Job(msg.header, result, frame, options, tasks, people)
 
     def publish(self, job: _Job) -> dict:
         """Build and publish one result's messages; return them."""
@@ -473,7 +564,7 @@ class PerceptionNode(LifecycleNode):
         wants_image = any(k.split('.')[0].endswith('overlay') for k in
                           rendered - set(job.result.rendered))  # not rendered by the pipeline
         image = job.frame.rgb() if wants_image else None
-        msgs = build_messages(job.header, job.result, job.options, image)
+        msgs = build_messages(job.header, job.result, job.options, image, job.people)
         for suffix, out in msgs.items():
             self._pubs[suffix].publish(out)
         latency = None
@@ -537,6 +628,7 @@ class PerceptionNode(LifecycleNode):
             for t, r in self.pipeline.runners.items():
                 values[f'model.{t}'] = r.model_id
                 values[f'runner.{t}'] = getattr(r, 'name', type(r).__name__)
+        values.update(self._people_diagnostics())
         values.update({f'stage.{k}_ms': f'{v:.1f}' for k, v in snap['stage_ms'].items()})
         values.update({f'bad_input.{k}': v for k, v in snap['bad_inputs'].items()})
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
@@ -544,6 +636,17 @@ class PerceptionNode(LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(msg)
         return msg
+
+    def _people_diagnostics(self) -> dict:
+        """Tracks, resets, the depth-fitted pointmap scale and the colour/depth pairing."""
+        people, out = self.people, {}
+        if people is not None:
+            for key, value in people.diagnostics().items():
+                out[f'people.{key}'] = '' if value is None else \
+                    (f'{value:.4f}' if isinstance(value, float) else value)
+        if self._pairer is not None:
+            out.update(self._pairer.counters())
+        return out
 
 
 def _free_device_memory(pipeline, device=None) -> None:

@@ -16,13 +16,17 @@
 A stand-in camera: plays the sample photo, a video file or a bag's images at a fixed rate.
 
 Publishes ``image`` (sensor_msgs/Image, bgr8) and ``camera_info`` with matching headers, so the
-perception graph can be seen working without hardware.
+perception graph can be seen working without hardware. A bag's camera plays with its recorded
+camera_info and, when it has one, its aligned depth image on ``depth`` (an RGB-D camera); each
+frame's recorded stamps are moved to now (``restamp``), keeping the colour/depth spacing that
+the pairing uses.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from builtin_interfaces.msg import Time
 import cv2
 import numpy as np
 from rclpy.node import Node
@@ -30,11 +34,12 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
+from .bag_source import bag_bundles, bag_topics, BagTopics
 from .messages import image_msg
 from .node_params import declare_float
 from .spin import run_node
-from ..core.errors import SapiensError
 from ..core.image_codec import decode_message
+from ..core.video import SourceError, video_frames
 
 
 def bundled_photo() -> np.ndarray:
@@ -44,29 +49,30 @@ def bundled_photo() -> np.ndarray:
     return cv2.imread(str(sample_image_path()), cv2.IMREAD_COLOR)
 
 
-class SourceError(SapiensError, ValueError):
-    """A sample camera source that does not exist or holds no images."""
+def check_source(source: str, topic: str = '', depth_topic: str = '') -> BagTopics | None:
+    """
+    Raise :class:`SourceError` naming the problem unless ``source`` can be played.
 
-
-def check_source(source: str, topic: str = '') -> None:
-    """Raise :class:`SourceError` naming the problem unless ``source`` can be played."""
+    Returns the camera's topics when ``source`` is a bag (None for the photo or a video).
+    """
     if not source:
-        return
+        return None
     path = Path(source).expanduser()
     if not path.exists():
         raise SourceError(f'source {source!r} does not exist')
     if is_bag(path):
+        topics = bag_topics(path, topic, depth_topic)
         try:
-            next(bag_frames(str(path), topic), None)
-        except SourceError:
-            raise
+            next(bag_bundles(path, topics), None)
         except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on a bad bag
             raise SourceError(f'cannot read the bag {source!r}: {exc}') from exc
-    elif path.is_dir():
+        return topics
+    if path.is_dir():
         raise SourceError(f'source {source!r} is a directory but not a rosbag2 bag (no '
                           f'metadata.yaml, .mcap or .db3 inside)')
-    elif not cv2.VideoCapture(str(path)).isOpened():
+    if not cv2.VideoCapture(str(path)).isOpened():
         raise SourceError(f'source {source!r} is neither a bag nor a video OpenCV can open')
+    return None
 
 
 def is_bag(path: Path) -> bool:
@@ -75,37 +81,6 @@ def is_bag(path: Path) -> bool:
         return (path / 'metadata.yaml').is_file() or any(path.glob('*.mcap')) or \
             any(path.glob('*.db3'))
     return path.suffix in ('.bag', '.mcap', '.db3')
-
-
-def bag_frames(path: str, topic: str = ''):
-    """Yield BGR frames from the first (or the named) image topic of a rosbag2 / ROS 1 bag."""
-    from rosbags.highlevel import AnyReader
-
-    with AnyReader([Path(path)]) as reader:
-        conns = [c for c in reader.connections
-                 if c.msgtype in ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
-                 and (not topic or c.topic == topic)]
-        if not conns:
-            raise SourceError(f'{path} has no sensor_msgs Image/CompressedImage topic {topic}')
-        for conn, _, raw in reader.messages(connections=conns[:1]):
-            frame = decode_message(reader.deserialize(raw, conn.msgtype))
-            yield frame.pixels if frame.color_order == 'bgr' else cv2.cvtColor(
-                frame.rgb(), cv2.COLOR_RGB2BGR)
-
-
-def video_frames(path: str):
-    """Yield BGR frames from a video file (OpenCV)."""
-    cap = cv2.VideoCapture(path)
-    if not cap.isOpened():
-        raise SourceError(f'cannot open video {path!r}')
-    try:
-        while True:
-            ok, frame = cap.read()
-            if not ok:
-                return
-            yield frame
-    finally:
-        cap.release()
 
 
 def camera_info_for(header: Header, height: int, width: int, fov_deg: float) -> CameraInfo:
@@ -120,6 +95,11 @@ def camera_info_for(header: Header, height: int, width: int, fov_deg: float) -> 
     return info
 
 
+def _shifted(stamp: Time, offset_ns: int) -> Time:
+    ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec) + offset_ns
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
 class SampleCamera(Node):
     """Publishes frames of a photo, video or bag on ``image`` + ``camera_info`` at ``rate``."""
 
@@ -127,16 +107,23 @@ class SampleCamera(Node):
         super().__init__(kwargs.pop('node_name', 'sample_camera'), **kwargs)
         self.declare_parameter('source', '')
         self.declare_parameter('topic', '')
+        self.declare_parameter('depth_topic', '')  # bag depth topic; '' finds it, 'none': off
         rate = declare_float(self, 'rate', 5.0, 'frames per second')
         self.declare_parameter('frame_id', 'camera_optical_frame')
         self.fov_deg = declare_float(self, 'fov_deg', 60.0, 'horizontal field of view')
         self.declare_parameter('loop', True)
         self.declare_parameter('reliable', False)
+        self.declare_parameter('restamp', True)  # each bag frame's stamps moved to now
         qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
         self.image_pub = self.create_publisher(Image, 'image', qos)
         self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
         self.sent = 0
-        check_source(self.get_parameter('source').value, self.get_parameter('topic').value)
+        self.bag = check_source(self.get_parameter('source').value,
+                                self.get_parameter('topic').value,
+                                self.get_parameter('depth_topic').value)
+        self.depth_pub = self.create_publisher(Image, 'depth', qos) \
+            if self.bag is not None and self.bag.depth else None
+        self._last_info: CameraInfo | None = None
         self._frames = self._open()
         self.timer = self.create_timer(1.0 / max(rate, 1e-3), self.tick)
 
@@ -144,8 +131,8 @@ class SampleCamera(Node):
         source = self.get_parameter('source').value
         if not source:
             return iter([bundled_photo()])
-        if is_bag(Path(source).expanduser()):
-            return bag_frames(source, self.get_parameter('topic').value)
+        if self.bag is not None:
+            return bag_bundles(Path(source).expanduser(), self.bag)
         return video_frames(source)
 
     def tick(self) -> None:
@@ -163,12 +150,52 @@ class SampleCamera(Node):
                 return
             if getattr(self, '_frame', None) is None:
                 return
+        if isinstance(self._frame, list):
+            self._publish_bundle(self._frame)
+            return
         header = Header(frame_id=self.get_parameter('frame_id').value)
         header.stamp = self.get_clock().now().to_msg()
-        height, width = self._frame.shape[:2]
-        self.info_pub.publish(camera_info_for(header, height, width, self.fov_deg))
-        self.image_pub.publish(image_msg(header, self._frame, 'bgr8'))
+        self._publish_image(header, self._frame)
+
+    def _publish_image(self, header: Header, frame: np.ndarray,
+                       with_info: bool = True) -> None:
+        height, width = frame.shape[:2]
+        if with_info:
+            self.info_pub.publish(camera_info_for(header, height, width, self.fov_deg))
+        self.image_pub.publish(image_msg(header, frame, 'bgr8'))
         self.sent += 1
+
+    def _publish_bundle(self, bundle: list) -> None:
+        """
+        Publish one colour frame of a bag with the depth and camera_info recorded beside it.
+
+        With ``restamp`` the bundle's stamps move by one offset that puts the colour frame at
+        now (their spacing, which the depth pairing uses, is kept). Every message takes the
+        ``frame_id`` parameter; the latest recorded camera_info (also one recorded only once)
+        goes out before each frame under the frame's header, then the frame, then its depth.
+        """
+        colour = next(msg for kind, msg in bundle if kind == 'image')
+        if self.get_parameter('restamp').value:
+            first = colour.header.stamp
+            offset = self.get_clock().now().nanoseconds - (
+                int(first.sec) * 1_000_000_000 + int(first.nanosec))
+            for _, msg in bundle:
+                msg.header.stamp = _shifted(msg.header.stamp, offset)
+        frame_id = self.get_parameter('frame_id').value
+        for kind, msg in bundle:
+            msg.header.frame_id = frame_id
+            if kind == 'camera_info':
+                self._last_info = msg
+        if self._last_info is not None:
+            self._last_info.header = colour.header
+            self.info_pub.publish(self._last_info)
+        frame = decode_message(colour)
+        pixels = frame.pixels if frame.color_order == 'bgr' and frame.pixels.ndim == 3 else \
+            cv2.cvtColor(frame.rgb(), cv2.COLOR_RGB2BGR)
+        self._publish_image(colour.header, pixels, with_info=self._last_info is None)
+        if self.depth_pub is not None:
+            for msg in (msg for kind, msg in bundle if kind == 'depth'):
+                self.depth_pub.publish(msg)
 
 
 def main(args: list[str] | None = None) -> None:
