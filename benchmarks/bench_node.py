@@ -156,7 +156,10 @@ def core_rate(model_dir: str, tasks: str, frames: int) -> float:
 
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
 
-    cfg = PipelineConfig(input_size=INPUT_SIZE, box_source='seg' if 'seg' in tasks else 'full')
+    from sapiens_ros.ros.node_params import PARAM_BY_NAME
+
+    cfg = PipelineConfig(input_size=INPUT_SIZE, box_source='seg' if 'seg' in tasks else 'full',
+                         pointmap_stride=PARAM_BY_NAME['pointmap_stride'].default)  # as the node
     pipe = load_pipeline(tasks, model_dir=model_dir, config=cfg)
     frame = _frame(512, 512)
     for _ in range(3):
@@ -168,16 +171,23 @@ def core_rate(model_dir: str, tasks: str, frames: int) -> float:
 
 
 def node_rate(model_dir: str, tasks: str, seconds: float, cam_rate: float, domain: int,
-              all_outputs: bool = True) -> dict:
-    """Measure the processed rate seen by a subscriber process, through the shipped profile."""
+              outputs_set: str = 'default') -> dict:
+    """
+    Measure the processed rate seen by a subscriber process, through the shipped profile.
+
+    ``outputs_set``: 'default' subscribes every output of ``DEFAULT_OUTPUTS``, 'all' every raw
+    output, 'one' one output per task.
+    """
     env = _env(domain, True)
     outputs = {'seg': 'seg/labels', 'pose': 'pose/keypoints', 'normal': 'normal/image',
                'pointmap': 'pointmap/points'}
-    from sapiens_ros.ros.messages import TASK_OUTPUTS
+    from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, OUTPUT_TASK, TASK_OUTPUTS
 
     first = [outputs[t] for t in tasks.split(',')]
+    if outputs_set == 'default':
+        first = [s for s in DEFAULT_OUTPUTS if OUTPUT_TASK[s] in tasks.split(',')]
     rest = [s for t in tasks.split(',') for s in TASK_OUTPUTS[t] if s not in first]
-    if not all_outputs:
+    if outputs_set != 'all':
         rest = []
     node = subprocess.Popen(
         [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
@@ -245,6 +255,9 @@ def main() -> None:
                         help='torch/OpenMP threads in the core run and the node process (on a '
                              'shared or small CPU, oversubscribed OpenMP threads are ~10x slower)')
     parser.add_argument('--input-size', default='256x192', help='model input HxW')
+    parser.add_argument('--outputs', default='default', choices=('default', 'all'),
+                        help='subscribe the default output set (DEFAULT_OUTPUTS) or every raw '
+                             'output in the main node run')
     args = parser.parse_args()
     global INPUT_SIZE
     INPUT_SIZE = tuple(int(v) for v in args.input_size.lower().split('x'))
@@ -264,8 +277,8 @@ def main() -> None:
     # load during the run shows up as a spread instead of a silent bias.
     core_before = core_rate(model_dir, args.tasks, 20)
     cam = max(2.0 * core_before, 10.0)
-    node = node_rate(model_dir, args.tasks, args.seconds, cam, domain)
-    light = node_rate(model_dir, args.tasks, args.seconds, cam, domain, all_outputs=False)
+    node = node_rate(model_dir, args.tasks, args.seconds, cam, domain, args.outputs)
+    light = node_rate(model_dir, args.tasks, args.seconds, cam, domain, 'one')
     core_after = core_rate(model_dir, args.tasks, 20)
     core = 0.5 * (core_before + core_after)
     print(f'\nNode overhead (tiny models, {INPUT_SIZE[0]}x{INPUT_SIZE[1]} input, 512x512 bgr8 '
@@ -275,7 +288,8 @@ def main() -> None:
     print('| measure | value |\n|---|---|')
     print(f'| core pipeline rate (before / after the node run) | {core_before:.2f} / '
           f'{core_after:.2f} fps |')
-    print('| node end-to-end processed rate, every output subscribed (3 processes) | '
+    which = 'output of the default set' if args.outputs == 'default' else 'raw output'
+    print(f'| node end-to-end processed rate, every {which} subscribed (3 processes) | '
           f"{node.get('rate', 0.0):.2f} fps |")
     print(f"| ratio node / core (mean of before and after) | {node.get('rate', 0.0) / core:.2f} |")
     print(f"| node rate, one output per task subscribed | {light.get('rate', 0.0):.2f} fps, "

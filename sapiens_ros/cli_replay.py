@@ -56,10 +56,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--namespace', default='/sapiens', help='namespace of the output topics')
     p.add_argument('--boxes', default='seg', choices=['seg', 'full'], help='pose person boxes')
     p.add_argument('--flip', action='store_true', help='pose flip test')
-    p.add_argument('--stride', type=int, default=1, help='pointmap pixel stride')
-    p.add_argument('--outputs', default='', metavar='SUFFIX,...',
-                   help='output topic suffixes to write, e.g. pose/keypoints,seg/labels '
-                        '(default: every output of the tasks)')
+    p.add_argument('--stride', type=int, default=2,
+                   help='pointmap pixel stride (default 2, as the node)')
+    p.add_argument('--outputs', default='default', metavar='SUFFIX,...|default|all',
+                   help="output topic suffixes to write, e.g. pose/keypoints,seg/labels, "
+                        "'/compressed' variants included; 'default': the node's default set "
+                        "(3.65 MB per 1024x768 frame, docs/topics.md); 'all': every raw output")
     p.add_argument('--no-tracking', action='store_true',
                    help='no person tracking (ids -1, nothing smoothed), as tracking:=false')
     p.add_argument('--smooth-keypoints', action='store_true',
@@ -86,14 +88,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
-    """Parse ``--outputs``: output suffixes the tasks produce (None: all)."""
+    """Parse ``--outputs``: output suffixes the tasks produce (None: every raw one)."""
     from .core.errors import SapiensError
-    from .ros.messages import OUTPUT_TASK
+    from .ros.messages import DEFAULT_OUTPUTS, OUTPUT_TASK
 
     names = [n.strip().strip('/') for n in text.split(',') if n.strip()]
-    if not names:
+    if names in ([], ['all']):
         return None
     known = OUTPUT_TASK
+    if names == ['default']:
+        return frozenset(n for n in DEFAULT_OUTPUTS if known[n] in tasks)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SapiensError(f'unknown --outputs {", ".join(unknown)}; valid: '

@@ -322,3 +322,21 @@ def test_resume_continues_track_ids_above_the_partial_outputs(tmp_path, pose_seg
     before = {i for frame in ids[:2] for i in frame}
     after = {i for frame in ids[2:] for i in frame}
     assert before and after and min(after) > max(before) >= 1, ids
+
+
+def test_compressed_outputs_in_the_bag(tmp_path, pose_seg, astronaut):
+    """``--outputs`` with /compressed variants: PNG labels in the bag equal the raw labels."""
+    src = camera_bag(tmp_path / 'in', frames(astronaut, 2), 'mcap', 'jazzy')
+    outputs = frozenset({'seg/labels', 'seg/labels/compressed', 'seg/overlay/compressed'})
+    summary = replay(pose_seg, ReplayOptions(str(src), str(tmp_path / 'out'), progress=False,
+                                             messages=MessageOptions(outputs=outputs)))
+    assert summary.processed == 2
+    ours = read_rosbags(tmp_path / 'out')
+    assert {f'/sapiens/{s}' for s in outputs} <= set(ours)
+    assert '/sapiens/seg/overlay' not in ours and '/sapiens/pose/keypoints' not in ours
+    for (_, _, raw), (_, _, png) in zip(ours['/sapiens/seg/labels'],
+                                        ours['/sapiens/seg/labels/compressed'], strict=True):
+        assert png.format.startswith('mono8; png')
+        decoded = cv2.imdecode(np.frombuffer(bytes(png.data), np.uint8), cv2.IMREAD_UNCHANGED)
+        labels = np.frombuffer(bytes(raw.data), np.uint8).reshape(raw.height, raw.width)
+        assert np.array_equal(decoded, labels)

@@ -58,9 +58,14 @@ def test_every_output_and_header(frame):
     people = PeopleState().update(result, 12.000000345)
     msgs = M.build_messages(_header(), result, M.MessageOptions(score_threshold=0.0), image,
                             people)
-    assert set(msgs) == set(M.OUTPUT_TASK)
+    raw = set(M.OUTPUT_TASK) - set(M.COMPRESSED_OUTPUTS)
+    assert set(msgs) == raw
     assert set(M.build_messages(_header(), result, None, image)) == \
-        set(M.OUTPUT_TASK) - set(M.PEOPLE_OUTPUTS)  # without people: as before
+        raw - set(M.PEOPLE_OUTPUTS)  # without people: as before
+    msgs.update(M.build_messages(_header(), result, M.MessageOptions(
+        outputs=set(M.COMPRESSED_OUTPUTS)), image))
+    metadata = {'diagnostics', *M.INFO_TOPICS.values()}
+    assert set(msgs) == set(M.OUTPUT_TASK) == set(M.TOPIC_TYPES) - metadata
     for suffix, msg in msgs.items():
         assert isinstance(msg, M.TOPIC_TYPES[suffix])
         if suffix == 'people/ids':  # std_msgs/String has no header: the JSON carries it

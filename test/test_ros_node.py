@@ -369,7 +369,8 @@ def test_compressed_input_and_bad_jpeg(graph):
 
 
 def test_keypoints_3d_sample_the_pointmap(graph):
-    node = graph.perception(tasks='pose,pointmap', box_source='full', foreground_only=False)
+    node = graph.perception(tasks='pose,pointmap', box_source='full', foreground_only=False,
+                            pointmap_stride=1)  # depth at the image's pixels
     kps = graph.collect(TOPIC_TYPES['pose/keypoints'], 'pose/keypoints')
     depth = graph.collect(Image, 'pointmap/depth')
     pub = graph.publisher(Image, 'image')

@@ -120,7 +120,7 @@ def test_depth_plane_gives_metric_keypoints_and_pointmap(graph, encoding):
     test_depth.py checks the fit on a clean one).
     """
     node = graph.perception(tasks='pose,seg,pointmap', use_depth=True, box_source='full',
-                            depth_timeout=0.0)
+                            depth_timeout=0.0, pointmap_stride=1)  # depth at image pixels
     kps = graph.collect(TOPIC_TYPES['pose/keypoints'], 'pose/keypoints')
     depth_out = graph.collect(Image, 'pointmap/depth')
     poses = graph.collect(TOPIC_TYPES['people/poses'], 'people/poses')

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, torso_poses
+from .hostbuf import host_copy
 from .pipeline import FrameResult
 from .smoothing import OneEuroConfig, OneEuroFilter
 from .tracking import PersonTracker, TrackerConfig, UNTRACKED
@@ -185,10 +186,20 @@ def with_pointmap_scale(result: FrameResult, scale: float | None) -> FrameResult
     if scale is None or pm is None:
         return result
     s = np.float32(scale)
-    pointmap = dataclasses.replace(pm, xyz=pm.xyz * s, points=pm.points * s,
+    rendered = dict(result.rendered)  # the device-rendered cloud and depth scale too
+    points = pm.points * s
+    if 'cloud' in rendered:  # one message-ready copy, scaled in place; points stay its view
+        cloud = rendered['cloud'] = host_copy(rendered['cloud'])
+        for axis in 'xyz':
+            cloud[axis] *= s
+        points = cloud.view(np.float32).reshape(len(cloud), -1)[:, :3]
+    if 'depth' in rendered:
+        rendered['depth'] = host_copy(rendered['depth'])
+        rendered['depth'] *= s
+    pointmap = dataclasses.replace(pm, xyz=pm.xyz * s, points=points,
                                    scale=pm.scale / float(scale), scale_source='depth')
     xyz = None if result.keypoints_xyz is None else result.keypoints_xyz * s
-    return dataclasses.replace(result, pointmap=pointmap, keypoints_xyz=xyz)
+    return dataclasses.replace(result, pointmap=pointmap, keypoints_xyz=xyz, rendered=rendered)
 
 
 __all__ = ['People', 'PeopleConfig', 'PeopleState', 'with_pointmap_scale']

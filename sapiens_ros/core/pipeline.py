@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 import torch
 
+from . import render as R
 from .boxes import BOX_SOURCES, check_boxes, crop_windows, foreground_boxes, full_frame_box
 from .errors import SapiensError
 from .frames import FrameBatch
@@ -32,6 +33,7 @@ from .heads.normals import NormalResult, unit_normals
 from .heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
 from .heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
 from .heads.segmentation import seg_labels, SegResult
+from .hostbuf import to_host
 from .letterbox import sample_map
 from .loading import parse_device
 from .metadata import keypoint_info
@@ -55,6 +57,7 @@ class PipelineConfig:
     min_person_area: float = 0.002  # fraction of the frame a seg component must cover
     pointmap_stride: int = 1
     foreground_only: bool = True  # keep only seg-foreground points when seg runs
+    render: R.RenderRequest | None = None  # what calls without ``render=`` render on the device
 
     def required_tasks(self, tasks: Sequence[str]) -> tuple[str, ...]:
         """Return ``tasks`` plus seg when pose takes its person boxes from the seg foreground."""
@@ -88,9 +91,17 @@ class FrameResult:
     embedding: np.ndarray | None = None  # (D,) float32 backbone CLS token
     keypoints_xyz: np.ndarray | None = None  # (P, K, 3) metres, NaN off the body / no pointmap
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage for the batch
+    #: Outputs rendered on the device (``render.RENDERABLE`` names), each one contiguous host
+    #: buffer ready to be a message's data: uint8 overlays (seg BGR, normal RGB), int16
+    #: ``normal16``, float32 ``depth``, ``cloud`` records of ``render.cloud_dtype``.
+    rendered: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per-output finiteness checked on the device (None: check the host arrays).
+    finite: dict[str, bool] | None = None
 
     def non_finite(self) -> str | None:
         """Name the first output holding NaN/inf (a broken model or dtype), or return None."""
+        if self.finite is not None:
+            return next((name for name, ok in self.finite.items() if not ok), None)
         if self.pose is not None and len(self.pose) and not (
                 np.isfinite(self.pose.keypoints).all() and np.isfinite(self.pose.scores).all()):
             return 'pose keypoints'
@@ -142,13 +153,16 @@ class Pipeline:
     def __call__(self, frames: Sequence[np.ndarray] | np.ndarray, *, color_order: str = 'rgb',
                  boxes: Sequence[np.ndarray | None] | None = None,
                  fx: Sequence[float | None] | float | None = None,
-                 tasks: Sequence[str] | None = None) -> list[FrameResult]:
+                 tasks: Sequence[str] | None = None,
+                 render: R.RenderRequest | None = None) -> list[FrameResult]:
         """
         Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
 
         ``boxes`` gives per-frame xyxy person boxes for pose (None: ``config.box_source``);
         ``fx`` gives per-frame calibrated focal lengths for a metric pointmap (None: the
-        predicted scale); ``tasks`` restricts this call to a subset of the loaded heads.
+        predicted scale); ``tasks`` restricts this call to a subset of the loaded heads;
+        ``render`` names outputs to render on the device into ``FrameResult.rendered``
+        (default ``config.render``).
         """
         if isinstance(frames, np.ndarray) and frames.ndim in (2, 3) and frames.dtype == np.uint8:
             frames = [frames]
@@ -198,8 +212,14 @@ class Pipeline:
             timer.mark('backbone.forward')
         if 'pose' in run:
             self._pose(batch, boxes, dev, timer)
+        render = render if render is not None else cfg.render
+        if render:
+            dev['rendered'] = [self._render(frame, i, dev, render)
+                               for i, frame in enumerate(batch.frames)]
+            timer.mark('render')
+        dev['finite'] = _finite_flags(dev)
 
-        self._to_host(results, dev)
+        self._to_host(results, dev, render)
         timer.mark('to_host')
         timings = timer.result()
         for r in results:
@@ -294,21 +314,42 @@ class Pipeline:
             out.append(pts.reshape(chunk.shape[0], chunk.shape[1], 3))
         return out
 
-    def _to_host(self, results: list[FrameResult], dev: dict) -> None:
-        """Copy the final device arrays to the host (the only transfer of results)."""
-        def host(t):
-            return t.cpu().numpy() if isinstance(t, torch.Tensor) else t
+    def _render(self, frame, i: int, dev: dict, request: R.RenderRequest) -> dict:
+        """Device tensors of the requested outputs of frame ``i`` that this call can fill."""
+        return R.render_tensors(request, frame.rgb, dev['labels'][i] if 'labels' in dev else None,
+                                dev['normals'][i] if 'normals' in dev else None,
+                                dev['pointmap'][i] if 'pointmap' in dev else None)
 
+    def _to_host(self, results: list[FrameResult], dev: dict,
+                 render: R.RenderRequest | None) -> None:
+        """
+        Copy the final device arrays to the host (the only transfer of results).
+
+        From a GPU each array lands in a message-ready buffer (:mod:`.hostbuf`); on the CPU the
+        arrays are views (rendered outputs were written straight into such buffers). A rendered
+        point cloud is the one copy of the kept points (``PointmapResult.points`` is a view of
+        its x, y, z).
+        """
+        def host(t, dtype=None):
+            return to_host(t, dtype) if isinstance(t, torch.Tensor) else t
+
+        names, flags = dev['finite'] or ([], [])
         for i, r in enumerate(results):
+            if 'rendered' in dev:
+                r.rendered = R.to_buffers(dev['rendered'][i], render)
+            r.finite = dict(zip(names, flags[i], strict=True)) if names else None
             if 'labels' in dev:
                 r.seg = SegResult(host(dev['labels'][i]))
             if 'normals' in dev:
                 r.normal = NormalResult(host(dev['normals'][i]))
             if 'pointmap' in dev:
                 pm = dev['pointmap'][i]
+                cloud = r.rendered.get('cloud')
+                points = host(pm['points']) if cloud is None else \
+                    cloud.view(np.float32).reshape(len(cloud), -1)[:, :3]
                 r.pointmap = PointmapResult(
-                    xyz=host(pm['xyz']), points=host(pm['points']), colors=host(pm['colors']),
-                    labels=host(pm['labels']), pixels=host(pm['pixels']).astype(np.int32),
+                    xyz=host(pm['xyz']), points=points, colors=host(pm['colors']),
+                    labels=host(pm['labels']), pixels=host(pm['pixels'], np.int32),
                     scale=float(pm['scale']), scale_source=pm['scale_source'],
                     stride=pm['stride'])
             if 'matting' in dev:
@@ -332,6 +373,31 @@ class Pipeline:
                     r.keypoints_xyz = host(dev['keypoints_xyz'][i]).astype(np.float32)
                 elif 'pointmap' in dev:
                     r.keypoints_xyz = np.full((b - a, self.num_keypoints, 3), np.nan, np.float32)
+
+
+def _finite_flags(dev: dict) -> tuple[list[str], list[list[bool]]] | None:
+    """
+    Per frame, whether each head's outputs are all finite: reduced on the device, one tiny copy.
+
+    Covers what ``FrameResult.non_finite`` would otherwise check on the host arrays.
+    """
+    per_frame: dict[str, list] = {}
+    if 'keypoints' in dev:
+        counts = dev['pose_counts']
+        per_frame['pose keypoints'] = list(zip(dev['keypoints'].split(counts),
+                                               dev['keypoint_scores'].split(counts),
+                                               strict=True))
+    if 'normals' in dev:
+        per_frame['normals'] = [(n,) for n in dev['normals']]
+    if 'pointmap' in dev:
+        per_frame['pointmap'] = [(pm['xyz'],) for pm in dev['pointmap']]
+    if not per_frame:
+        return None
+    # The sum of finite values stays finite (unit normals, metres, pixels: far from float32's
+    # range) and one NaN/inf makes it non-finite: one read pass, no mask allocated.
+    flags = torch.stack([torch.stack([torch.isfinite(torch.stack([t.sum() for t in tensors])).all()
+                                      for tensors in items]) for items in per_frame.values()])
+    return list(per_frame), flags.T.tolist()  # (frames, checks)
 
 
 def _nearest(labels: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Overlays for people to look at: seg blend, normal and depth colours, skeleton drawing."""
+"""
+Overlays for people to look at: seg blend, normal and depth colours, skeleton drawing.
+
+The seg and normal overlays are :mod:`.render`'s torch code (what the messages publish), here on
+numpy arrays.
+"""
 
 from __future__ import annotations
 
@@ -20,28 +25,29 @@ import colorsys
 
 import cv2
 import numpy as np
+import torch
 
-from .metadata import keypoint_info, seg_class_info
+from . import render
+from .metadata import keypoint_info
 
 
 def seg_overlay(image_rgb: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> np.ndarray:
     """Blend the class palette over ``image_rgb`` (HxWx3 uint8) where a person is; RGB out."""
-    palette = seg_class_info().palette
-    colors = palette[np.minimum(labels, len(palette) - 1)]
-    fg = (labels != 0)[..., None]
-    blend = cv2.addWeighted(image_rgb, 1.0 - alpha, colors, alpha, 0.0)
-    return np.where(fg, blend, image_rgb)
+    return render.seg_overlay(_tensor(image_rgb), _tensor(labels), alpha).numpy()
 
 
 def normal_colors(normals: np.ndarray) -> np.ndarray:
     """Map unit normals (HxWx3) to RGB uint8 via ``(n + 1) / 2``; non-finite pixels are black."""
-    rgb = np.nan_to_num((normals + 1.0) * 127.5, nan=0.0)
-    return np.clip(rgb, 0, 255).astype(np.uint8)
+    return render.normal_colors(_tensor(normals)).numpy()
 
 
 def normal_overlay(image_rgb: np.ndarray, normals: np.ndarray, alpha: float = 0.6) -> np.ndarray:
     """Blend the normal colours over ``image_rgb`` with weight ``alpha``; RGB uint8."""
-    return cv2.addWeighted(image_rgb, 1.0 - alpha, normal_colors(normals), alpha, 0.0)
+    return render.normal_overlay(_tensor(image_rgb), _tensor(normals), alpha).numpy()
+
+
+def _tensor(values: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(values))
 
 
 def depth_colors(depth: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:

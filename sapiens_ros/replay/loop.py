@@ -53,8 +53,9 @@ from .summary import Summary
 from .video import VideoOut
 from ..core.people import People, PeopleConfig, PeopleState
 from ..ros.depth_input import stamp_seconds
-from ..ros.messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
-                            TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
+from ..ros.messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
+                            MessageOptions, OUTPUT_TASK, render_request, TASK_OUTPUTS,
+                            task_outputs, TOPIC_TYPES)
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +111,12 @@ class Replayer:
         if options.batch < 1 or options.every < 1:
             raise BagError('--batch and --every must be >= 1')
         chosen = options.messages.outputs
-        self.suffixes = [s for s in task_outputs(self.tasks)
-                         if chosen is None or s in chosen]
+        candidates = task_outputs(self.tasks) + [
+            c for c in COMPRESSED_OUTPUTS if OUTPUT_TASK[c] in self.tasks]
+        self.suffixes = [s for s in candidates if s in chosen] if chosen is not None else \
+            [s for s in candidates if s not in COMPRESSED_OUTPUTS]
+        # Overlays, clouds, depth and compressed images are rendered on the pipeline's device.
+        self.render = render_request(self.suffixes, options.messages)
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
                            f'the tasks {", ".join(self.tasks)}')
@@ -304,7 +309,7 @@ class Replayer:
         else:
             pixels, order = [f.pixels for f in frames], (orders.pop() if orders else 'rgb')
         try:
-            return self.pipe(pixels, color_order=order)
+            return self.pipe(pixels, color_order=order, render=self.render)
         except Exception as exc:  # noqa: BLE001 - one bad frame must not end the run
             if len(items) > 1:
                 return [r for it in items for r in self._run_pipeline([it])]

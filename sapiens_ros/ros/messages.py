@@ -17,9 +17,12 @@ Build the topic contract's standard ROS messages from a core ``FrameResult``.
 
 :func:`build_messages` is a pure function of ``(header, FrameResult, options)`` and returns a dict
 of topic suffix (``'pose/keypoints'``...) to message, so the live node and the bag replay publish
-exactly the same thing. Bulk data always goes in through one ``tobytes()``-style copy into an
-``array.array('B')``: assigning an ndarray or memoryview to ``msg.data`` makes rclpy check every
-element (~200 ms for one 1024x768 image).
+exactly the same thing. Bulk data goes in as an ``array.array('B')`` (assigning an ndarray or
+memoryview to ``msg.data`` makes rclpy check every element, ~200 ms for one 1024x768 image).
+The pipeline's host arrays already live in such buffers (``core.hostbuf``), and overlays, 16-bit
+normals, depth and the point-cloud records are rendered on the pipeline's device when it was
+asked to (:func:`render_request`), so building a message copies no bulk data; a result that was
+not rendered is rendered here by the same torch code (``core.render``) on the CPU.
 """
 
 from __future__ import annotations
@@ -30,18 +33,19 @@ from dataclasses import dataclass
 import json
 import sys
 
-import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, Pose, PoseArray
 import numpy as np
-from sensor_msgs.msg import Image, PointCloud2, PointField
+from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ..core import render as R
+from ..core.hostbuf import as_buffer
 from ..core.metadata import keypoint_info, seg_class_info
 from ..core.people import People, with_pointmap_scale
 from ..core.pipeline import FrameResult
-from ..core.visualize import id_color, normal_overlay, seg_overlay
+from ..core.visualize import id_color
 
 #: Output topic suffixes per task, in publish order.
 TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -66,9 +70,32 @@ TOPIC_TYPES: dict[str, type] = {
     'people/poses': PoseArray, 'people/ids': String,
 }
 
-#: Which task produces each output suffix.
+#: ``<topic>/compressed`` variants (``CompressedImage``, image_transport's naming) and their topic.
+COMPRESSED_OUTPUTS: dict[str, str] = {f'{s}/compressed': s for s in
+                                      ('seg/labels', 'seg/overlay', 'normal/overlay')}
+TOPIC_TYPES.update({s: CompressedImage for s in COMPRESSED_OUTPUTS})
+
+#: Which task produces each output suffix (compressed variants included).
 OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
 OUTPUT_TASK.update(dict.fromkeys(PEOPLE_OUTPUTS, 'pose'))
+OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
+
+#: The outputs a robot wants at 30 Hz: 3.65 MB per 1024x768 frame with a person on 35 % of it,
+#: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md. The
+#: people outputs are built only with tracked people (tens of bytes per person).
+DEFAULT_OUTPUTS: tuple[str, ...] = (
+    'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
+    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth', *PEOPLE_OUTPUTS)
+
+#: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
+NORMAL_ENCODINGS = ('32FC3', '16SC3')
+
+#: Encoding of each image output with a compressed variant, as published raw.
+_ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
+
+#: The rendered buffer behind each output (``core.render`` names).
+_RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
+             'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
 
 _BIG = sys.byteorder == 'big'
 _FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): PointField.UINT32,
@@ -93,26 +120,30 @@ class MessageOptions:
     foreground_only: bool = True  # depth: NaN where seg says background
     pixel_scale: float = 0.001  # metres per pixel for 2D markers (no 3D available)
     marker_size: float = 0.01  # point size / line width of 3D markers, metres
-    outputs: Collection[str] | None = None  # suffixes to build; None builds every available
+    outputs: Collection[str] | None = None  # suffixes to build; None: every available raw one
+    normal_encoding: str = '32FC3'  # normal/image: '32FC3' or '16SC3' (x 32767)
+    compressed_format: str = 'jpeg'  # overlays' /compressed: 'jpeg' or 'png' (labels: png)
+    jpeg_quality: int = 90
     smooth_markers: bool = True  # pose/markers from the One-Euro filtered people (with people)
     smooth_keypoints: bool = False  # pose/keypoints u, v, x, y, z filtered too (default raw)
 
 
 def byte_array(values: np.ndarray) -> array.array:
-    """One copy of ``values``' bytes into the ``array('B')`` rclpy stores without checking."""
-    out = array.array('B')
-    out.frombytes(np.ascontiguousarray(values).reshape(-1).view(np.uint8).data)
-    return out
+    """
+    ``values``' bytes as the ``array('B')`` rclpy stores without checking.
+
+    No copy when ``values`` spans a message-ready buffer (a pipeline result); one otherwise.
+    """
+    return as_buffer(np.asarray(values))
 
 
 def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
     """``sensor_msgs/Image`` from an HxW or HxWxC array (dtype must match ``encoding``)."""
-    pixels = np.ascontiguousarray(pixels)
+    channels = pixels.shape[2] if pixels.ndim == 3 else 1
     msg = Image(header=header, height=int(pixels.shape[0]), width=int(pixels.shape[1]),
                 encoding=encoding, is_bigendian=_BIG and pixels.dtype.itemsize > 1)
-    msg.step = int(pixels.strides[0]) if pixels.size else int(pixels.shape[1]) * \
-        pixels.dtype.itemsize * (pixels.shape[2] if pixels.ndim == 3 else 1)
-    msg.data = byte_array(pixels)
+    msg.step = int(pixels.shape[1]) * pixels.dtype.itemsize * channels
+    msg.data = byte_array(pixels)  # row-major whatever the strides: no padding
     return msg
 
 
@@ -151,12 +182,6 @@ def cloud_field(msg, name: str) -> np.ndarray | None:
                       'itemsize': int(msg.point_step)})
     data = np.frombuffer(bytes(msg.data), np.uint8)
     return np.frombuffer(data, dtype, count=rows * cols)[name].reshape(rows, cols)
-
-
-def pack_rgb(colors: np.ndarray) -> np.ndarray:
-    """``(N, 3)`` uint8 RGB to the PCL convention: 0x00RRGGBB bits stored in a float32."""
-    c = colors.astype(np.uint32)
-    return ((c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]).view(np.float32)
 
 
 def task_outputs(tasks: Collection[str], people: bool = True) -> list[str]:
@@ -324,29 +349,33 @@ def _posed(people: People) -> np.ndarray:
     return (people.ids >= 0) & people.torso_valid
 
 
-def points_cloud(header: Header, result: FrameResult) -> PointCloud2:
-    """``pointmap/points``: x, y, z, rgb (packed float32) and label when seg ran."""
-    pm = result.pointmap
-    names = [('x', '<f4'), ('y', '<f4'), ('z', '<f4'), ('rgb', '<f4')]
-    if pm.labels is not None:
-        names.append(('label', '<u4'))
-    cloud = np.empty(len(pm.points), np.dtype(names))
-    cloud['x'], cloud['y'], cloud['z'] = pm.points[:, 0], pm.points[:, 1], pm.points[:, 2]
-    cloud['rgb'] = pack_rgb(pm.colors)
-    if pm.labels is not None:
-        cloud['label'] = pm.labels
+def points_cloud(header: Header, result: FrameResult,
+                 cloud: np.ndarray | None = None) -> PointCloud2:
+    """
+    ``pointmap/points``: x, y, z, rgb (packed float32) and label when seg ran.
+
+    ``cloud`` is the rendered record array (``core.render.cloud_dtype``); without it the result
+    is packed here by the same code.
+    """
+    if cloud is None:
+        cloud = R.render_result(result, None, R.RenderRequest(frozenset({'cloud'})))['cloud']
     return pointcloud2(header, cloud, dense=True)
 
 
-def depth_image(header: Header, result: FrameResult, foreground_only: bool = True) -> Image:
+def depth_image(header: Header, result: FrameResult, foreground_only: bool = True,
+                depth: np.ndarray | None = None) -> Image:
     """``pointmap/depth``: 32FC1 metres on the strided grid, NaN off the person (if seg ran)."""
-    pm = result.pointmap
-    depth = np.array(pm.xyz[..., 2], dtype=np.float32)
-    if foreground_only and result.seg is not None:
-        s = pm.stride
-        bg = result.seg.labels[::s, ::s][:depth.shape[0], :depth.shape[1]] == 0
-        depth[bg] = np.nan
+    if depth is None:
+        request = R.RenderRequest(frozenset({'depth'}), foreground_only=foreground_only)
+        depth = R.render_result(result, None, request)['depth']
     return image_msg(header, depth, '32FC1')
+
+
+def compressed_msg(header: Header, data: np.ndarray, encoding: str, fmt: str) -> CompressedImage:
+    """``CompressedImage`` with image_transport's ``format`` ("bgr8; jpeg compressed bgr8")."""
+    target = '' if encoding.startswith('mono') else 'bgr8'
+    return CompressedImage(header=header, format=f'{encoding}; {fmt} compressed {target}',
+                           data=byte_array(data))
 
 
 def info_messages(tasks: Collection[str]) -> dict[str, String]:
@@ -360,13 +389,54 @@ def info_messages(tasks: Collection[str]) -> dict[str, String]:
 
 
 def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> list[str]:
-    """Suffixes ``result`` can fill (overlays need the input image)."""
+    """
+    Raw suffixes ``result`` can fill; no compressed ones.
+
+    Overlays need the input image, unless the pipeline rendered them.
+    """
     out = []
     for task, suffixes in TASK_OUTPUTS.items():
         if getattr(result, task) is None:
             continue
-        out.extend(s for s in suffixes if image is not None or not s.endswith('overlay'))
+        out.extend(s for s in suffixes if image is not None or not s.endswith('overlay')
+                   or _RENDERED[s] in result.rendered)
     return out
+
+
+def _wanted(result: FrameResult, options: MessageOptions, image: np.ndarray | None) -> list[str]:
+    raw = available_outputs(result, image)
+    if options.outputs is None:
+        return raw
+    compressed = [c for c, s in COMPRESSED_OUTPUTS.items() if s in raw or
+                  '.'.join(_encoded(c, options)) in result.rendered]
+    return [s for s in raw + compressed if s in options.outputs]
+
+
+def render_request(outputs: Collection[str] | None,
+                   options: MessageOptions | None = None) -> R.RenderRequest:
+    """
+    Say what the pipeline should render on its device for these suffixes (None: every raw).
+
+    Pass it as ``pipeline(frames, render=...)``: the messages then copy no bulk data.
+    """
+    options = options or MessageOptions()
+    wanted = set(OUTPUT_TASK if outputs is None else outputs)
+    if outputs is None:
+        wanted -= set(COMPRESSED_OUTPUTS)
+    names = {_RENDERED[s] for s in wanted if s in _RENDERED}
+    if 'normal/image' in wanted and options.normal_encoding == '16SC3':
+        names.add('normal16')
+    encode = {_encoded(c, options) for c in COMPRESSED_OUTPUTS if c in wanted}
+    return R.RenderRequest(frozenset(names), frozenset(encode), options.overlay_alpha,
+                           options.foreground_only, options.jpeg_quality)
+
+
+def _encoded(suffix: str, options: MessageOptions) -> tuple[str, str]:
+    """``(render name, format)`` of a compressed suffix: labels are always png (lossless)."""
+    raw = COMPRESSED_OUTPUTS[suffix]
+    if raw == 'seg/labels':
+        return 'seg_labels', 'png'
+    return _RENDERED[raw], options.compressed_format
 
 
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
@@ -374,19 +444,37 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     """
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
-    ``image`` is the input frame as HxWx3 RGB uint8, needed only for the overlays.
-    ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids, smoothed
-    markers, ``people/*`` and the depth-fitted pointmap scale. Only the suffixes in
-    ``options.outputs`` (when set) are built.
+    ``image`` is the input frame as HxWx3 RGB uint8, needed only for overlays the pipeline did
+    not render. ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids,
+    smoothed markers, ``people/*`` and the depth-fitted pointmap scale. Only the suffixes in
+    ``options.outputs`` (when set) are built; compressed variants only when named there.
     """
     options = options or MessageOptions()
-    wanted = available_outputs(result, image)
+    if options.normal_encoding not in NORMAL_ENCODINGS:
+        raise ValueError(f'normal_encoding must be one of {NORMAL_ENCODINGS}, '
+                         f'got {options.normal_encoding!r}')
+    wanted = _wanted(result, options, image)
     if people is not None:
         result = with_pointmap_scale(result, people.pointmap_scale)
         if result.pose is not None:
-            wanted += list(PEOPLE_OUTPUTS)
-    if options.outputs is not None:
-        wanted = [s for s in wanted if s in options.outputs]
+            wanted += [s for s in PEOPLE_OUTPUTS
+                       if options.outputs is None or s in options.outputs]
+    request = render_request(wanted, options)
+    missing = request.keys() - set(result.rendered)
+    buffers = dict(result.rendered)
+    if missing:
+        buffers.update(R.render_result(result, image, request.only(missing)))
+
+    def compressed(suffix: str) -> CompressedImage:
+        name, fmt = _encoded(suffix, options)
+        encoding = _ENCODING[COMPRESSED_OUTPUTS[suffix]]
+        return compressed_msg(header, buffers[f'{name}.{fmt}'], encoding, fmt)
+
+    def normal_image() -> Image:
+        if options.normal_encoding == '16SC3':
+            return image_msg(header, buffers['normal16'], '16SC3')
+        return image_msg(header, np.asarray(result.normal.normals, np.float32), '32FC3')
+
     builders = {
         'pose/keypoints': lambda: keypoints_cloud(header, result, people,
                                                   options.smooth_keypoints),
@@ -394,15 +482,14 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'pose/markers': lambda: skeleton_markers(header, result, options, people),
         'people/poses': lambda: people_poses(header, people),
         'people/ids': lambda: people_ids(header, people),
-        'seg/labels': lambda: image_msg(header, result.seg.labels.astype(np.uint8), 'mono8'),
-        'seg/overlay': lambda: image_msg(header, cv2.cvtColor(
-            seg_overlay(image, result.seg.labels, options.overlay_alpha), cv2.COLOR_RGB2BGR),
-            'bgr8'),
-        'normal/image': lambda: image_msg(header, result.normal.normals.astype(np.float32),
-                                          '32FC3'),
-        'normal/overlay': lambda: image_msg(header, normal_overlay(
-            image, result.normal.normals, options.overlay_alpha), 'rgb8'),
-        'pointmap/points': lambda: points_cloud(header, result),
-        'pointmap/depth': lambda: depth_image(header, result, options.foreground_only),
+        'seg/labels': lambda: image_msg(header, np.asarray(result.seg.labels, np.uint8),
+                                        'mono8'),
+        'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'], 'bgr8'),
+        'normal/image': normal_image,
+        'normal/overlay': lambda: image_msg(header, buffers['normal_overlay'], 'rgb8'),
+        'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
+        'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
+                                              buffers['depth']),
     }
+    builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})
     return {suffix: builders[suffix]() for suffix in wanted}

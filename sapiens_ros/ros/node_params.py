@@ -22,7 +22,7 @@ from typing import Any
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
-from .messages import OUTPUT_TASK
+from .messages import NORMAL_ENCODINGS, OUTPUT_TASK
 from ..core.registry import PERCEPTION_TASKS
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
@@ -150,8 +150,8 @@ PARAMS: tuple[Param, ...] = (
     Param('score_threshold', 0.3, 'keypoints below it are left out of pose/markers',
           low=0.0, high=1.0),
     Param('overlay_alpha', 0.5, 'seg/overlay blend weight', low=0.0, high=1.0),
-    Param('pointmap_stride', 1, 'keep every n-th pixel of the pointmap (both axes)',
-          low=1, high=64),
+    Param('pointmap_stride', 2, 'keep every n-th pixel of the pointmap (both axes); 2 gives a '
+          'quarter of the points and depth pixels (1: full resolution)', low=1, high=64),
     Param('foreground_only', True, 'pointmap/points and depth only on the person (needs seg)'),
     Param('publish_all', False, 'build every output and run every task even without '
           'subscribers (e.g. for recording)'),
@@ -182,6 +182,13 @@ PARAMS: tuple[Param, ...] = (
     Param('depth_timeout', 1.0, 'no depth for this long (s): colour frames go on without '
           'depth (counted as bad_input.depth_missing); 0: wait for depth', low=0.0,
           high=3600.0),
+    # output encoding (issue 12)
+    Param('normal_encoding', '32FC3', 'normal/image encoding: 32FC3 float unit vectors, or '
+          '16SC3 int16 components = round(n * 32767) (half the bytes)', choices=NORMAL_ENCODINGS),
+    Param('overlay_compression', 'jpeg', 'codec of seg/overlay/compressed and '
+          'normal/overlay/compressed (seg/labels/compressed is always png)',
+          choices=('jpeg', 'png')),
+    Param('jpeg_quality', 90, 'JPEG quality of the compressed overlays', low=1, high=100),
 )
 
 PARAM_BY_NAME = {p.name: p for p in PARAMS}

@@ -43,8 +43,9 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
 from .depth_input import DepthPairer, stamp_seconds, ThreadLogForwarder
-from .messages import (build_messages, info_messages, INFO_TOPICS, MessageOptions,
-                       OUTPUT_TASK, TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
+from .messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
+                       MessageOptions, OUTPUT_TASK, render_request, TASK_OUTPUTS, task_outputs,
+                       TOPIC_TYPES)
 from .node_params import PARAM_BY_NAME, PARAMS, parse_outputs, validate
 from .runtime import LatestSlot, NodeStats, Throttle
 from .spin import run_node, STOP_TIMEOUT_S
@@ -56,6 +57,11 @@ from ..core.intrinsics import Intrinsics
 from ..core.people import People, PeopleConfig, PeopleState
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import parse_tasks
+
+#: Message options the node forwards from its parameters (parameter: option).
+_MESSAGE_OPTIONS = {'score_threshold': 'score_threshold', 'overlay_alpha': 'overlay_alpha',
+                    'foreground_only': 'foreground_only', 'normal_encoding': 'normal_encoding',
+                    'overlay_compression': 'compressed_format', 'jpeg_quality': 'jpeg_quality'}
 
 #: Pipeline options the node forwards from its parameters.
 _PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
@@ -184,9 +190,9 @@ class PerceptionNode(LifecycleNode):
 
     def _apply_runtime(self, values: dict) -> None:
         with self._lock:
-            for name in ('score_threshold', 'overlay_alpha', 'foreground_only'):
+            for name, option in _MESSAGE_OPTIONS.items():
                 if name in values:
-                    setattr(self._options, name, values[name])
+                    setattr(self._options, option, values[name])
             self._apply_people(values)
             if 'force_outputs' in values:
                 self._forced = parse_outputs(values['force_outputs'])
@@ -252,9 +258,12 @@ class PerceptionNode(LifecycleNode):
                              history=HistoryPolicy.KEEP_LAST)
         info_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                               durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        compressed = {raw: c for c, raw in COMPRESSED_OUTPUTS.items()}
         for suffix in task_outputs(self.tasks):
-            self._pubs[suffix] = self.create_lifecycle_publisher(
-                TOPIC_TYPES[suffix], suffix, out_qos)
+            for name in (suffix, compressed.get(suffix)):
+                if name is not None:  # <topic>/compressed only encoded when subscribed
+                    self._pubs[name] = self.create_lifecycle_publisher(
+                        TOPIC_TYPES[name], name, out_qos)
         for task in self.tasks:
             if task in INFO_TOPICS:
                 self._info_pubs[INFO_TOPICS[task]] = self.create_lifecycle_publisher(
@@ -530,9 +539,9 @@ class PerceptionNode(LifecycleNode):
                 setattr(self.pipeline.config, name, value)
             self._pending.clear()
             options = dataclasses.replace(self._options, outputs=outputs)
-        try:
+        try:  # overlays, clouds, depth and JPEG/PNG are rendered on the pipeline's device
             result = self.pipeline(frame.pixels, color_order=frame.color_order, fx=fx,
-                                   tasks=tasks)[0]
+                                   tasks=tasks, render=render_request(outputs, options))[0]
         except SapiensError as exc:
             self._bad('inference', str(exc))
             return None
@@ -551,7 +560,9 @@ class PerceptionNode(LifecycleNode):
 
     def publish(self, job: _Job) -> dict:
         """Build and publish one result's messages; return them."""
-        wants_image = any(s.endswith('overlay') for s in job.options.outputs)
+        rendered = render_request(job.options.outputs, job.options).keys()
+        wants_image = any(k.split('.')[0].endswith('overlay') for k in
+                          rendered - set(job.result.rendered))  # not rendered by the pipeline
         image = job.frame.rgb() if wants_image else None
         msgs = build_messages(job.header, job.result, job.options, image, job.people)
         for suffix, out in msgs.items():
