@@ -59,9 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--stride', type=int, default=2,
                    help='pointmap pixel stride (default 2, as the node)')
     p.add_argument('--outputs', default='default', metavar='SUFFIX,...|default|all',
-                   help="output topic suffixes to write, e.g. pose/keypoints,seg/labels, "
-                        "'/compressed' variants included; 'default': the node's default set "
-                        "(3.65 MB per 1024x768 frame, docs/topics.md); 'all': every raw output")
+                   help='output topic suffixes to write, e.g. pose/keypoints,seg/labels, '
+                        '/compressed variants included; default: the default set of the node '
+                        '(3.65 MB per 1024x768 frame, docs/topics.md); all: every raw output')
     p.add_argument('--no-tracking', action='store_true',
                    help='no person tracking (ids -1, nothing smoothed), as tracking:=false')
     p.add_argument('--smooth-keypoints', action='store_true',
