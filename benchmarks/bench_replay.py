@@ -52,6 +52,7 @@ from sapiens_ros.core.configs import random_model, save_random_checkpoints  # no
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.core.runners import TorchRunner  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
+from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, MessageOptions, OUTPUT_TASK  # noqa: E402
 
 TARGET = 0.90
 
@@ -66,9 +67,10 @@ def core_rate(pipe: Pipeline, rgb: list, batch: int, compressed: bool) -> float:
     return len(inputs) / (time.perf_counter() - start)
 
 
-def make_pipeline(tasks: tuple, layout: str, model_dir: str, input_size: tuple) -> Pipeline:
+def make_pipeline(tasks: tuple, layout: str, model_dir: str, input_size: tuple,
+                  stride: int = 1) -> Pipeline:
     """Build the benchmark's pipeline (module level: Ray workers unpickle and call it)."""
-    config = PipelineConfig(input_size=input_size)
+    config = PipelineConfig(input_size=input_size, pointmap_stride=stride)
     if layout == 'tiny':
         return load_pipeline(tasks, model_dir=model_dir, config=config)
     # Real layouts are GBs: build them in memory instead of saving them.
@@ -145,6 +147,9 @@ def main() -> None:
     ap.add_argument('--ray', action='store_true',
                     help='Ray overhead: --workers 1 (no Ray) vs --workers 2 (Ray) on --bags')
     ap.add_argument('--bags', type=int, default=4, help='--ray: number of bags')
+    ap.add_argument('--outputs', default='default', choices=['default', 'all'],
+                    help="default: the CLI's default set at pointmap stride 2; all: every raw "
+                         'output at stride 1')
     args = ap.parse_args()
     size = tuple(int(v) for v in args.size.split('x'))
     input_size = tuple(int(v) for v in args.input_size.split('x'))
@@ -162,11 +167,16 @@ def main() -> None:
                for f in rgb]
     if args.layout == 'tiny':
         save_random_checkpoints(tmp / 'models', tasks, input_size=input_size)
-    pipe = make_pipeline(tasks, args.layout, str(tmp / 'models'), input_size)
+    stride, outputs = 1, None
+    if args.outputs == 'default':
+        stride = 2
+        outputs = frozenset(s for s in DEFAULT_OUTPUTS if OUTPUT_TASK[s] in tasks)
+    pipe = make_pipeline(tasks, args.layout, str(tmp / 'models'), input_size, stride)
     pipe(rgb[:1])  # warm-up
     print(f'{args.frames} frames {size[1]}x{size[0]} '
           f'{"jpeg" if args.compressed else "rgb8"}, tasks {",".join(tasks)}, {args.layout} '
-          f'random models at {input_size[0]}x{input_size[1]}, CPU')
+          f'random models at {input_size[0]}x{input_size[1]}, CPU, outputs {args.outputs} '
+          f'(pointmap stride {stride})')
     print(f'| batch | core frames/s | replay frames/s | ratio | target >= {TARGET:.2f} |')
     print('|---|---|---|---|---|')
     for batch in (int(b) for b in args.batch.split(',')):
@@ -176,7 +186,8 @@ def main() -> None:
             out = tmp / f'out_b{batch}_{r}'
             start = time.perf_counter()
             summary = replay(pipe, ReplayOptions(str(src), str(out), batch=batch,
-                                                 progress=False))
+                                                 progress=False,
+                                                 messages=MessageOptions(outputs=outputs)))
             rate = max(rate, summary.processed / (time.perf_counter() - start))
             assert summary.processed == args.frames
         ratio = rate / core
