@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 import time
 
@@ -31,6 +32,21 @@ from .node_params import declare_float
 from .spin import run_node
 from ..core.image_codec import decode_raw
 from ..core.visualize import depth_colors, draw_skeleton
+
+
+def _stamp_of(suffix: str, msg) -> float | None:
+    """Return the input stamp an output carries (seconds), or None."""
+    if suffix == 'people/ids':  # JSON text: the stamp is a field of it
+        try:
+            stamp = json.loads(msg.data)['stamp']
+            return stamp['sec'] + stamp['nanosec'] * 1e-9
+        except (ValueError, KeyError, TypeError):
+            return None
+    header = msg.markers[0].header if suffix == 'pose/markers' and msg.markers else \
+        getattr(msg, 'header', None)
+    if header is None:
+        return None
+    return header.stamp.sec + header.stamp.nanosec * 1e-9
 
 
 class Monitor(Node):
@@ -87,10 +103,8 @@ class Monitor(Node):
     def _on_output(self, suffix: str, msg) -> None:
         self.counts[suffix] = self.counts.get(suffix, 0) + 1
         self.total[suffix] = self.total.get(suffix, 0) + 1
-        header = msg.markers[0].header if suffix == 'pose/markers' and msg.markers else \
-            getattr(msg, 'header', None)
-        if header is not None and header.stamp.sec:
-            stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
+        stamp = _stamp_of(suffix, msg)
+        if stamp:
             now = self.get_clock().now().nanoseconds * 1e-9
             self.latency.setdefault(suffix, []).append((now - stamp) * 1e3)
         if suffix == 'pose/keypoints':
