@@ -25,7 +25,7 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, SetEnvironmentVariable
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 from sapiens_ros.ros.launch_support import profile_path, PROFILE_VAR
 
@@ -54,6 +54,10 @@ def generate_launch_description() -> LaunchDescription:
         PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'perception.launch.py')),
         launch_arguments={'namespace': 'demo', 'camera': 'image',
                           'random_weights': LaunchConfiguration('random_weights'),
+                          # tiny random models at 256x192, as `sapiens-ros demo` runs them
+                          'input_size': PythonExpression([
+                              "'256x192' if '", LaunchConfiguration('random_weights'),
+                              "'.lower() in ('true', '1') else ''"]),
                           'device': LaunchConfiguration('device'),
                           'depth': LaunchConfiguration('depth')}.items())
     monitor = Node(package='sapiens_ros', executable='monitor', name='monitor',
