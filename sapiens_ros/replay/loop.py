@@ -52,10 +52,9 @@ from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
 from ..core.people import People, PeopleConfig, PeopleState
-from ..ros.depth_input import stamp_seconds
 from ..ros.messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
-                            MessageOptions, OUTPUT_TASK, render_request, TASK_OUTPUTS,
-                            task_outputs, TOPIC_TYPES)
+                            MessageOptions, OUTPUT_TASK, render_request, stamp_seconds,
+                            TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
 
 log = logging.getLogger(__name__)
 

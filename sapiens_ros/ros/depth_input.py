@@ -25,6 +25,7 @@ from collections.abc import Callable
 import logging
 import threading
 
+from .messages import stamp_seconds
 from ..core.sync import ApproximateTimeSync
 
 try:  # a ROS install has it; the pip wheels here do not
@@ -34,11 +35,6 @@ except ImportError:  # pragma: no cover - depends on the install
 
 #: Core loggers whose records (the backwards-time reset line) the node repeats in its log.
 CORE_LOGGERS = ('sapiens_ros.core.tracking', 'sapiens_ros.core.people')
-
-
-def stamp_seconds(stamp) -> float:
-    """Return a ``builtin_interfaces/Time`` in seconds."""
-    return int(stamp.sec) + int(stamp.nanosec) * 1e-9
 
 
 class DepthPairer:

@@ -166,6 +166,11 @@ def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
     return msg
 
 
+def stamp_seconds(stamp) -> float:
+    """Return a ``builtin_interfaces/Time`` (rclpy or rosbags) in seconds."""
+    return int(stamp.sec) + int(stamp.nanosec) * 1e-9
+
+
 def cloud_field(msg, name: str) -> np.ndarray | None:
     """
     One field of a ``PointCloud2`` (rclpy or rosbags message) as ``(height, width)``, or None.

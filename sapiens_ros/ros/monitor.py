@@ -27,7 +27,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
-from .messages import KEYPOINT_DTYPE, task_outputs, TOPIC_TYPES
+from .messages import KEYPOINT_DTYPE, stamp_seconds, task_outputs, TOPIC_TYPES
 from .node_params import declare_float
 from .spin import run_node
 from ..core.image_codec import decode_raw
@@ -46,7 +46,7 @@ def _stamp_of(suffix: str, msg) -> float | None:
         getattr(msg, 'header', None)
     if header is None:
         return None
-    return header.stamp.sec + header.stamp.nanosec * 1e-9
+    return stamp_seconds(header.stamp)
 
 
 class Monitor(Node):

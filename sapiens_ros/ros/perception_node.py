@@ -42,10 +42,10 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_defau
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
-from .depth_input import DepthPairer, stamp_seconds, ThreadLogForwarder
+from .depth_input import DepthPairer, ThreadLogForwarder
 from .messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
-                       MessageOptions, OUTPUT_TASK, render_request, TASK_OUTPUTS, task_outputs,
-                       TOPIC_TYPES)
+                       MessageOptions, OUTPUT_TASK, render_request, stamp_seconds, TASK_OUTPUTS,
+                       task_outputs, TOPIC_TYPES)
 from .node_params import PARAM_BY_NAME, PARAMS, parse_outputs, validate
 from .runtime import LatestSlot, NodeStats, Throttle
 from .spin import run_node, STOP_TIMEOUT_S
