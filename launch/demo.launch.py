@@ -54,9 +54,9 @@ def generate_launch_description() -> LaunchDescription:
         PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'perception.launch.py')),
         launch_arguments={'namespace': 'demo', 'camera': 'image',
                           'random_weights': LaunchConfiguration('random_weights'),
-                          # tiny random models at 256x192, as `sapiens-ros demo` runs them
+                          # tiny random models at 192x256 (WxH), as `sapiens-ros demo` runs them
                           'input_size': PythonExpression([
-                              "'256x192' if '", LaunchConfiguration('random_weights'),
+                              "'192x256' if '", LaunchConfiguration('random_weights'),
                               "'.lower() in ('true', '1') else ''"]),
                           'device': LaunchConfiguration('device'),
                           'depth': LaunchConfiguration('depth')}.items())

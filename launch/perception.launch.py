@@ -13,10 +13,11 @@
 # limitations under the License.
 
 """
-Launch sapiens_ros perception_node for one camera, or one node per camera namespace.
+Launch sapiens_ros perception_node: one camera, or one process serving several cameras.
 
 ros2 launch sapiens_ros perception.launch.py camera:=/camera/image_raw
 ros2 launch sapiens_ros perception.launch.py cameras:=front,rear device:=cuda dtype:=bf16
+ros2 launch sapiens_ros perception.launch.py cameras:=front,rear isolate_cameras:=true
 ros2 launch sapiens_ros perception.launch.py camera:=/cam/color/image_raw \
     depth:=/cam/aligned_depth_to_color/image_raw
 """
@@ -29,17 +30,22 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironment
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from sapiens_ros.ros.launch_support import (PACKAGE, parameter_overrides, profile_path,
-                                            PROFILE_VAR)
+from sapiens_ros.ros.launch_support import (PACKAGE, parameter_overrides, parse_bool,
+                                            profile_path, PROFILE_VAR)
 
 ARGUMENTS = (
     ('camera', 'image', 'input image topic (remapped onto the node\'s "image")'),
-    ('namespace', '', 'namespace of the node and its outputs (single camera)'),
-    ('cameras', '', ('comma-separated namespaces: one node per camera, each reading '
-                     '<ns>/image (overrides camera and namespace)')),
+    ('camera_info', '', 'camera_info topic (default: camera_info beside the image topic)'),
+    ('namespace', '', 'namespace of the node and its outputs'),
+    ('cameras', '', ('comma-separated camera names served by one process: camera NAME reads '
+                     '<namespace>/NAME/image and publishes <namespace>/NAME/pose/... '
+                     '(overrides camera)')),
+    ('isolate_cameras', 'false', 'true: one process per camera (each loads its own models)'),
     # Empty = keep the value of params_file (config/perception.yaml: the documented defaults).
     ('tasks', '', 'heads to run, e.g. pose,seg (default: params_file)'),
+    ('rates', '', 'most runs per second per task, e.g. seg=5,normal=2 (0: every frame)'),
     ('model_size', '', '0.4b, 0.8b, 1b or 5b (default: params_file)'),
+    ('model_dir', '', 'folder with one checkpoint per task in <model_dir>/<task>/'),
     ('backend', '', 'torch, onnxruntime or tensorrt (default: params_file)'),
     ('dtype', '', 'auto, fp32, bf16 or fp16 (default: params_file)'),
     ('device', '', 'cpu, cuda or cuda:N (default: params_file)'),
@@ -47,13 +53,16 @@ ARGUMENTS = (
     ('compressed', '', 'true: subscribe <camera>/compressed (default: params_file)'),
     ('random_weights', '', 'true: tiny random models, no weights needed (default: params_file)'),
     ('autostart', '', 'false: stay unconfigured until a lifecycle transition (default: true)'),
-    ('input_size', '', 'model input HEIGHTxWIDTH, e.g. 1024x768 (default: params_file)'),
-    ('cpu_threads', '', 'torch CPU threads per node, 0 = torch default (default: params_file)'),
+    ('input_size', '', 'model input WIDTHxHEIGHT, e.g. 768x1024 (default: params_file)'),
+    ('input_sizes', '', 'per-head sizes, e.g. seg=384x512,pointmap=656x912'),
+    ('cpu_threads', '', 'torch CPU threads per process, 0 = torch default (default: params_file)'),
+    ('max_cameras_per_step', '', 'most cameras batched per inference step (0: all)'),
     ('allow_build', '', 'false: never build ONNX graphs / TensorRT engines at start-up'),
     ('engine_batch', '', 'TensorRT/ONNX batch profile min:opt:max (default: params_file)'),
     ('cache_dir', '', 'ONNX/TensorRT cache folder (default: ~/.cache/sapiens_ros)'),
     ('depth', '', ('aligned depth image topic (16UC1 mm / 32FC1 m): sets use_depth and remaps '
-                   'the node\'s "depth" onto it (relative names resolve in each namespace)')),
+                   'the node\'s "depth" onto it (relative names resolve in each camera\'s '
+                   'namespace)')),
     ('use_rviz', 'false', 'start RViz'),
     ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
                              f'RMW is Fast DDS and none is set')),
@@ -62,6 +71,17 @@ ARGUMENTS = (
 
 def _share() -> str:
     return get_package_share_directory(PACKAGE)
+
+
+def _beside(topic: str, name: str) -> str:
+    """``name`` in the folder of ``topic`` (camera_info beside the image)."""
+    return topic.rsplit('/', 1)[0] + '/' + name if '/' in topic.strip('/') else name
+
+
+def _node(namespace: str, params: list, remaps: list) -> Node:
+    return Node(package=PACKAGE, executable='perception_node', name='perception_node',
+                namespace=namespace or None, parameters=params, remappings=remaps,
+                output='screen', emulate_tty=True)
 
 
 def _nodes(context, *args, **kwargs):
@@ -74,20 +94,28 @@ def _nodes(context, *args, **kwargs):
     params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
     overrides = parameter_overrides(arg)  # only arguments given override the parameters file
     cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
-    if cameras:
-        targets = [(c, 'image') for c in cameras]
+    namespace = arg['namespace'].strip('/')
+    depth = arg['depth']
+    if cameras and depth.startswith('/') and len(cameras) > 1:
+        raise ValueError(f'depth:={depth} is one absolute topic for {len(cameras)} cameras: '
+                         f'give a relative name (resolved in each camera\'s namespace)')
+    if cameras and parse_bool('isolate_cameras', arg['isolate_cameras']):
+        for camera in cameras:  # the old layout: a process (and a copy of the models) each
+            remaps = [('depth', depth)] if depth else []
+            ns = f'{namespace}/{camera}' if namespace else camera
+            actions.append(_node(ns, [params_file, overrides, {'cameras': ''}], remaps))
+    elif cameras:
+        remaps = [(f'{c}/depth', f'{c}/{depth}' if not depth.startswith('/') else depth)
+                  for c in cameras] if depth else []
+        actions.append(_node(namespace, [params_file, overrides,
+                                         {'cameras': ','.join(cameras)}], remaps))
     else:
-        targets = [(arg['namespace'].strip('/'), arg['camera'])]
-    for namespace, topic in targets:
+        topic = arg['camera']
         remaps = [('image', topic), ('image/compressed', topic.rstrip('/') + '/compressed'),
-                  ('camera_info', topic.rsplit('/', 1)[0] + '/camera_info'
-                   if '/' in topic.strip('/') else 'camera_info')]
-        if arg['depth']:
-            remaps.append(('depth', arg['depth']))
-        actions.append(Node(package=PACKAGE, executable='perception_node',
-                            name='perception_node', namespace=namespace or None,
-                            parameters=[params_file, overrides], remappings=remaps,
-                            output='screen', emulate_tty=True))
+                  ('camera_info', arg['camera_info'] or _beside(topic, 'camera_info'))]
+        if depth:
+            remaps.append(('depth', depth))
+        actions.append(_node(namespace, [params_file, overrides], remaps))
     return actions
 
 

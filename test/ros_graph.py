@@ -57,7 +57,8 @@ class Graph:
 
         # One torch thread: the node shares the CPU with the tester (and other test processes);
         # oversubscribed OpenMP threads make the tiny models ~30x slower.
-        values = {'model_dir': str(tiny_model_dir()), 'input_size': list(TEST_INPUT_SIZE),
+        height, width = TEST_INPUT_SIZE
+        values = {'model_dir': str(tiny_model_dir()), 'input_size': f'{width}x{height}',
                   'cpu_threads': 1}
         values.update(params)
         node = PerceptionNode(context=self.context, parameter_overrides=[

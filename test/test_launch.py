@@ -127,68 +127,101 @@ def _assert_clean_stop(proc: Proc, how: str) -> float:
     return seconds
 
 
-def test_two_cameras_arguments_dds_profile_and_ctrl_c(graph, tmp_path):
+def test_three_cameras_one_process_models_once_fair_and_ctrl_c(graph, tmp_path):
+    """
+    ``cameras:=a,b,c`` is one process loading the models once; every camera keeps its topics.
+
+    The cameras send at 10, 5 and 2 Hz: each step takes the newest frame of every camera that
+    has one, so the slow camera is never starved by the fast one (its share of frames served
+    is no lower), and every output carries its own camera's input header.
+    """
     params_file = tmp_path / 'robot.yaml'
     params_file.write_text((ROOT / 'config' / 'perception.yaml').read_text().replace(
         'max_persons: 8', 'max_persons: 3'))
     given = {'tasks': 'seg', 'model_size': '0.8b', 'backend': 'torch', 'dtype': 'fp32',
              'device': 'cpu', 'compressed': False, 'random_weights': True, 'autostart': True,
-             'input_size': [256, 192], 'cpu_threads': 1, 'allow_build': False,
-             'engine_batch': '1:2:4', 'cache_dir': str(tmp_path / 'cache')}
+             'input_size': '192x256', 'cpu_threads': 1, 'allow_build': False,
+             'engine_batch': '1:2:4', 'cache_dir': str(tmp_path / 'cache'),
+             'model_dir': str(tmp_path / 'models')}
     args = {k: str(v).lower() if isinstance(v, bool) else v for k, v in given.items()}
-    args['input_size'] = '256x192'
-    proc = _launch('perception.launch.py', 'cameras:=front,rear', f'params_file:={params_file}',
+    proc = _launch('perception.launch.py', 'cameras:=a,b,c', f'params_file:={params_file}',
                    'dds_profile:=true', 'use_rviz:=false',
                    *(f'{k}:={v}' for k, v in args.items()))
+    periods = {'a': 0.1, 'b': 0.2, 'c': 0.5}
     stop = threading.Event()
     try:
-        for ns in ('front', 'rear'):
-            assert proc.wait_for(f'active: listening on /{ns}/image', 90.0), proc.output
-        labels = {ns: graph.collect(Image, f'/{ns}/seg/labels') for ns in ('front', 'rear')}
+        assert proc.wait_for('active: listening on /a/image, /b/image, /c/image', 90.0), \
+            proc.output
+        labels = {ns: graph.collect(Image, f'/{ns}/seg/labels') for ns in periods}
         pubs = {ns: graph.publisher(Image, f'/{ns}/image', qos(reliable=True, depth=1))
-                for ns in ('front', 'rear')}
+                for ns in periods}
+        for pub in pubs.values():
+            graph.wait_for_subscribers(pub)
         photo = bundled_photo()[::4, ::4].copy()
         sent = {ns: set() for ns in pubs}
 
-        def camera():
+        def camera(ns):
             while not stop.is_set():
-                for ns, pub in pubs.items():
-                    header = Header(frame_id=f'{ns}_optical')
-                    header.stamp = graph.tester.get_clock().now().to_msg()
-                    sent[ns].add((header.stamp.sec, header.stamp.nanosec))
-                    pub.publish(image_msg(header, photo, 'bgr8'))
-                time.sleep(0.1)
+                header = Header(frame_id=f'{ns}_optical')
+                header.stamp = graph.tester.get_clock().now().to_msg()
+                sent[ns].add((header.stamp.sec, header.stamp.nanosec))
+                pubs[ns].publish(image_msg(header, photo, 'bgr8'))
+                time.sleep(periods[ns])
 
-        feeder = threading.Thread(target=camera, daemon=True)
-        feeder.start()
-        assert graph.wait(lambda: all(len(box) >= 2 for box in labels.values()), 60.0), \
+        feeders = [threading.Thread(target=camera, args=(ns,), daemon=True) for ns in pubs]
+        for feeder in feeders:
+            feeder.start()
+        assert graph.wait(lambda: all(len(box) >= 4 for box in labels.values()), 90.0), \
             proc.output
+        stop.set()
+        for feeder in feeders:
+            feeder.join()
+        time.sleep(1.0)  # the last frames drain
+        share = {}
         for ns, box in labels.items():
-            msg = box[0]
-            assert msg.header.frame_id == f'{ns}_optical'
-            assert (msg.header.stamp.sec, msg.header.stamp.nanosec) in sent[ns]
-            assert (msg.height, msg.width) == photo.shape[:2]
-        for ns in ('front', 'rear'):
-            got = _parameters(graph, f'/{ns}/perception_node', [*given, 'max_persons'])
-            assert got == {**given, 'max_persons': 3}, (ns, got)
+            for msg in box:  # each output copies its own camera's input header
+                assert msg.header.frame_id == f'{ns}_optical'
+                assert (msg.header.stamp.sec, msg.header.stamp.nanosec) in sent[ns]
+                assert (msg.height, msg.width) == photo.shape[:2]
+            share[ns] = len(box) / len(sent[ns])
+        assert share['c'] >= share['a'] - 0.1, share  # the 2 Hz camera is not starved
+        got = _parameters(graph, '/perception_node', [*given, 'max_persons', 'cameras'])
+        assert got == {**given, 'max_persons': 3, 'cameras': 'a,b,c'}, got
         started = _started(proc)
-        assert len(started) == 2, started
-        for child in started:
-            env = _environ(child.pid)
-            assert env.get(PROFILE_VAR, '').endswith('fastdds_shm.xml'), (child.cmdline(), env)
+        assert len(started) == 1, started  # one process serves all three
+        assert proc.output.count(': loaded seg in') == 1, proc.output  # models loaded once
+        assert 'for cameras a, b, c' in proc.output, proc.output
+        env = _environ(started[0].pid)
+        assert env.get(PROFILE_VAR, '').endswith('fastdds_shm.xml'), env
         _assert_clean_stop(proc, 'ctrl-c')  # a terminal Ctrl-C while frames flow
     finally:
         stop.set()
         proc.kill()
 
 
+def test_isolated_cameras_one_process_each(graph):
+    """``isolate_cameras:=true`` keeps the old layout: a process (and models) per camera."""
+    proc = _launch('perception.launch.py', 'cameras:=front,rear', 'isolate_cameras:=true',
+                   'random_weights:=true', 'tasks:=seg', 'input_size:=192x256',
+                   'cpu_threads:=1')
+    try:
+        for ns in ('front', 'rear'):
+            assert proc.wait_for(f'active: listening on /{ns}/image', 90.0), proc.output
+        assert len(_started(proc)) == 2
+        for ns in ('front', 'rear'):
+            assert _parameters(graph, f'/{ns}/perception_node', ['cameras']) == {'cameras': ''}
+        _assert_clean_stop(proc, 'ctrl-c')
+    finally:
+        proc.kill()
+
+
 def test_autostart_false_single_camera_and_sigint_to_launch(graph, tmp_path):
     given = {'tasks': 'pose,seg', 'model_size': '1b', 'backend': 'onnxruntime',
              'dtype': 'bf16', 'device': 'cpu', 'compressed': True, 'random_weights': False,
-             'autostart': False, 'input_size': [512, 384], 'cpu_threads': 2,
+             'autostart': False, 'input_size': '384x512', 'cpu_threads': 2,
              'allow_build': True, 'engine_batch': '2:2:2', 'cache_dir': str(tmp_path)}
     args = {k: str(v).lower() if isinstance(v, bool) else v for k, v in given.items()}
-    args['input_size'] = '512x384'
+    args['input_size'] = '384x512'
     proc = _launch('perception.launch.py', 'namespace:=solo', 'camera:=/cams/solo/image_raw',
                    *(f'{k}:={v}' for k, v in args.items()))
     try:
@@ -208,7 +241,7 @@ def test_depth_argument_pairs_an_rgbd_camera(graph):
     """``depth:=<topic>`` sets use_depth and remaps the node's depth input; frames pair."""
     proc = _launch('perception.launch.py', 'namespace:=rgbd', 'camera:=/rgbd/color/image_raw',
                    'depth:=/rgbd/aligned_depth/image_raw', 'random_weights:=true',
-                   'tasks:=pose', 'input_size:=256x192', 'cpu_threads:=1')
+                   'tasks:=pose', 'input_size:=192x256', 'cpu_threads:=1')
     try:
         assert proc.wait_for('active: listening on /rgbd/color/image_raw and '
                              '/rgbd/aligned_depth/image_raw', 90.0), proc.output

@@ -50,7 +50,7 @@ def test_node_process_with_params_file_namespace_and_dds_profile(graph):
                PYTHONUNBUFFERED='1')
     cmd = [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
            '-r', '__ns:=/cam1', '--params-file', str(ROOT / 'config' / 'perception.yaml'),
-           '-p', 'random_weights:=true', '-p', 'input_size:=[256,192]', '-p', 'tasks:=seg',
+           '-p', 'random_weights:=true', '-p', 'input_size:=192x256', '-p', 'tasks:=seg',
            '-p', 'cpu_threads:=1']
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -131,7 +131,7 @@ def test_node_stops_cleanly_with_a_slow_inference_in_flight(graph, tmp_path, how
     script.write_text(SLOW_NODE)
     ns = '/slow_' + how.replace(' ', '_').replace('-', '_')
     proc = Proc([sys.executable, str(script), '--ros-args', '-r', f'__ns:={ns}',
-                 '-p', 'random_weights:=true', '-p', 'tasks:=seg', '-p', 'input_size:=[256,192]',
+                 '-p', 'random_weights:=true', '-p', 'tasks:=seg', '-p', 'input_size:=192x256',
                  '-p', 'cpu_threads:=1', '-p', 'publish_all:=true'])
     try:
         assert proc.wait_for('active: listening', 60.0), proc.output

@@ -159,7 +159,7 @@ def test_lifecycle_from_another_node(graph):
     assert _pump(graph, pub, lambda: _image(graph.tester), lambda: labels)
     transition(Transition.TRANSITION_DEACTIVATE)
     assert state() == State.PRIMARY_STATE_INACTIVE
-    assert pub.get_subscription_count() == 0 and node._worker is None
+    assert pub.get_subscription_count() == 0 and node.worker is None
     transition(Transition.TRANSITION_CLEANUP)
     assert state() == State.PRIMARY_STATE_UNCONFIGURED and node.pipeline is None
     transition(Transition.TRANSITION_CONFIGURE)
@@ -186,14 +186,20 @@ def test_parameter_updates_valid_and_rejected(graph):
 
     assert set_param('pointmap_stride', 4).successful
     assert node.pipeline_settings()['pointmap_stride'] == 4
-    assert set_param('score_threshold', 0.6).successful and node._options.score_threshold == 0.6
-    assert set_param('force_outputs', 'seg/labels').successful and node._forced == {'seg/labels'}
+    assert set_param('score_threshold', 0.6).successful
+    assert node.step_settings().options.score_threshold == 0.6
+    assert set_param('force_outputs', 'seg/labels').successful
+    assert node.step_settings().forced == {'seg/labels'}
     assert set_param('box_source', 'full').successful
     assert node.pipeline_settings()['box_source'] == 'full'
     for name, value, why in [('score_threshold', 1.5, ''), ('pointmap_stride', 0, ''),
                              ('box_source', 'boxes', 'one of'),
                              ('force_outputs', 'pose/nothing', 'unknown outputs'),
-                             ('model_size', '1b', 'read-only'), ('device', 'cuda', 'read-only')]:
+                             ('model_size', '1b', 'applies at configure'),
+                             ('device', 'cuda', 'cleanup'),
+                             ('max_pixels', 1 << 28, 'not raised above its start value'),
+                             ('compressed', True, 'applies at activate'),
+                             ('input_size', '256x192', 'ambiguous')]:
         result = set_param(name, value)
         assert not result.successful, name
         assert why.lower() in result.reason.lower(), (name, result.reason)
@@ -258,10 +264,10 @@ def test_fast_camera_slow_model_no_backlog(graph):
         pub.publish(_image(graph.tester))
         sent += 1
         time.sleep(max(0.0, start + sent / 30.0 - time.monotonic()))
-    graph.wait(lambda: node._slot._item is None, 2.0)
+    graph.wait(lambda: not node.slots._items, 2.0)
     time.sleep(0.5)
     diag = _diag(node)
-    processed, dropped = node.stats.processed, node._slot.dropped
+    processed, dropped = node.stats.processed, node.slots.dropped['']
     assert 2 <= processed <= 3.5 / 0.25 + 2, (processed, node.stats.stage_ms)  # load-proof
     # Every received frame was processed or replaced by a newer one (none queued up).
     assert dropped >= node.stats.received - processed - 2 and dropped > node.stats.received // 2
@@ -286,7 +292,7 @@ def _settle(graph, node, outputs, quiet=0.2):
     while True:
         n = len(outputs)
         time.sleep(quiet)
-        if len(outputs) == n and not node.busy and node._slot._item is None:
+        if len(outputs) == n and not node.busy and not node.slots._items:
             return
 
 
@@ -387,7 +393,7 @@ def test_keypoints_3d_sample_the_pointmap(graph):
     want = cv2.remap(z, cloud['u'][inside].reshape(1, -1), cloud['v'][inside].reshape(1, -1),
                      cv2.INTER_LINEAR)[0]
     np.testing.assert_allclose(cloud['z'][inside], want, rtol=1e-3, atol=1e-4)
-    assert node.stats.tasks_run == ('pose', 'pointmap')
+    assert node.stats.tasks_run == ('pointmap', 'pose')  # run order
 
 
 def _fallback_case(graph, node, pub, outputs, kind='camera_info'):
@@ -414,9 +420,9 @@ def test_calibrated_pointmap_scale_from_camera_info(graph):
     for index, value in [*broken.items(), (0, 1e300)]:
         bad = camera_info_for(_header(graph.tester), 160, 160, 60.0)
         bad.k[index] = value
-        received = node._camera_info_time
+        received = node.camera.camera_info_time
         info_pub.publish(bad)
-        assert graph.wait(lambda t=received: node._camera_info_time > t)
+        assert graph.wait(lambda t=received: node.camera.camera_info_time > t)
         seg_before = len(labels)
         _fallback_case(graph, node, pub, depth)
         assert graph.wait(lambda n=seg_before: len(labels) > n)
@@ -426,7 +432,7 @@ def test_calibrated_pointmap_scale_from_camera_info(graph):
         info = camera_info_for(_header(graph.tester), 160, 160, 60.0)
         info.k[0] = fx
         info_pub.publish(info)
-        assert graph.wait(lambda: node._camera_info.k[0] == fx)
+        assert graph.wait(lambda: node.camera.camera_info.k[0] == fx)
         _settle(graph, node, depth)  # frames published before the new K are done
         count = len(depth)
         assert _pump(graph, pub, lambda: _image(graph.tester), lambda: len(depth) > count)

@@ -42,14 +42,14 @@ def _stamp(msg) -> tuple[int, int]:
 def _spy_publish(node) -> list:
     """Record the suffixes and rendered buffers of every frame the node publishes (real calls)."""
     seen = []
-    real = node.publish
+    real = node.worker.publish
 
     def publish(job):
         msgs = real(job)
-        seen.append((set(msgs), set(job.result.rendered)))
+        seen.append((set(msgs), set(job.outcome.result.rendered)))
         return msgs
 
-    node.publish = publish
+    node.worker.publish = publish
     return seen
 
 

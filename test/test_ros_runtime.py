@@ -20,17 +20,20 @@ import pytest
 
 pytest.importorskip('rcl_interfaces.msg')
 
-from sapiens_ros.ros.node_params import PARAM_BY_NAME, PARAMS, parse_outputs, validate  # noqa
-from sapiens_ros.ros.runtime import LatestSlot, NodeStats, Throttle  # noqa: E402
+from sapiens_ros.ros.node_params import (PARAM_BY_NAME, PARAMS, parse_cameras,  # noqa: E402
+                                         parse_outputs, validate)
+from sapiens_ros.ros.runtime import FrameSlots, NodeStats, Throttle  # noqa: E402
 
 
 def test_every_parameter_has_a_descriptor():
     for spec in PARAMS:
         desc = spec.descriptor()
         assert desc.description and desc.name == spec.name
-    for name in ('model_size', 'model_dir', 'models.pose', 'backend', 'device', 'dtype',
-                 'input_size'):
-        assert PARAM_BY_NAME[name].descriptor().read_only, name
+    for name in ('tasks', 'cameras', 'model_size', 'model_dir', 'models.pose', 'backend',
+                 'device', 'dtype', 'input_size', 'input_sizes'):
+        desc = PARAM_BY_NAME[name].descriptor()  # changeable while unconfigured, as in nav2
+        assert not desc.read_only and 'applies at configure' in desc.description, name
+    assert 'applies at activate' in PARAM_BY_NAME['compressed'].descriptor().description
     assert PARAM_BY_NAME['score_threshold'].descriptor().floating_point_range[0].to_value == 1.0
     assert PARAM_BY_NAME['output_depth'].descriptor().integer_range[0].to_value == 5
 
@@ -43,20 +46,43 @@ def test_validate():
     assert validate('box_source', 'seg', ('pose', 'seg')) is None
     assert 'unknown outputs' in validate('force_outputs', 'pose/keypoints, foo')
     assert parse_outputs(' pose/keypoints,/seg/labels ') == {'pose/keypoints', 'seg/labels'}
+    assert validate('input_size', '192x256') is None
+    assert 'ambiguous' in validate('input_size', '256x192')
+    assert 'width 192 x height 256' in validate('input_size', [256, 192])
+    assert validate('input_sizes', 'seg=384x512,pointmap=656x912') is None
+    assert 'TASK=WIDTHxHEIGHT' in validate('input_sizes', 'seg:384x512')
+    assert parse_cameras('front, /rear/,left/wide') == ('front', 'rear', 'left/wide')
+    assert parse_cameras(['a', 'b']) == ('a', 'b')
+    assert 'more than once' in validate('cameras', 'a,b,a')
+    assert 'relative ROS name' in validate('cameras', '1cam')
+    assert 'relative ROS name' in validate('cameras', 'rates')
 
 
-def test_latest_slot_keeps_only_the_newest():
-    slot = LatestSlot()
+def test_frame_slots_keep_the_newest_per_camera():
+    slots = FrameSlots()
     for i in range(5):
-        slot.put(i)
-    assert slot.take(0.0) == 4 and slot.dropped == 4
-    assert slot.take(0.01) is None
+        slots.put('a', i)
+    slots.put('b', 'b0')
+    assert slots.take(0.0) == [('a', 4), ('b', 'b0')]
+    assert slots.dropped == {'a': 4}  # only the camera whose frames were replaced
+    assert slots.take(0.01) == []
     got = []
-    thread = threading.Thread(target=lambda: got.append(slot.take(2.0)))
+    thread = threading.Thread(target=lambda: got.append(slots.take(2.0)))
     thread.start()
-    slot.put('late')
+    slots.put('b', 'late')
     thread.join()
-    assert got == ['late'] and slot.dropped == 4
+    assert got == [[('b', 'late')]] and slots.dropped == {'a': 4}
+
+
+def test_frame_slots_serve_cameras_round_robin():
+    """With a limit per step, every camera gets its share: none waits more than one round."""
+    slots = FrameSlots()
+    served = []
+    for _ in range(6):
+        for camera in 'abc':
+            slots.put(camera, camera)
+        served.append(''.join(k for k, _ in slots.take(0.0, limit=2)))
+    assert served == ['ab', 'ca', 'bc', 'ab', 'ca', 'bc']
 
 
 def test_throttle_counts_suppressed():

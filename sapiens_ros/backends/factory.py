@@ -36,8 +36,9 @@ from .engine_cache import EngineCache, EngineKey, export_command
 from .errors import EngineNotBuiltError
 from .export import dtype_name, export_onnx, onnx_metadata, parse_batch
 from .fingerprint import checkpoint_fingerprint, file_hash, weights_hash
-from ..core.errors import UnknownTaskError
-from ..core.loading import load_model, parse_device, resolve_sources
+from ..core.errors import SapiensError, UnknownTaskError
+from ..core.input_size import task_input_sizes
+from ..core.loading import load_config, load_model, parse_device, resolve_sources
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import DEFAULT_SIZE, parse_tasks
 
@@ -236,18 +237,38 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
     if random_weights:
         from ..core.configs import random_model
 
-        size_hw = kwargs.get('input_size', (1024, 768))
         runners = {}
         for seed, task in enumerate(tasks):
-            runner = make_runner(task, backend, model=random_model(task, seed=seed,
-                                                                   input_size=size_hw),
-                                 **kwargs)
+            options = {**kwargs, 'input_size': _task_size(kwargs, task)}
+            runner = make_runner(task, backend, model=random_model(
+                task, seed=seed, input_size=options['input_size']), **options)
             runner.model_id = f'random-tiny-{task}'
             runners[task] = runner
         return runners
     sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
-    return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE, **kwargs)
+    return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE,
+                           **{**kwargs, 'input_size': _task_size(kwargs, t)})
             for t, s in sources.items()}
+
+
+def _task_size(options: Mapping, task: str) -> tuple[int, int]:
+    """``options['input_size']``: one ``(h, w)`` for every task, or a ``{task: (h, w)}``."""
+    size = options.get('input_size', (1024, 768))
+    return tuple(size[task]) if isinstance(size, Mapping) else tuple(size)
+
+
+def _size_configs(tasks: Sequence[str], sources: Mapping[str, str]) -> dict:
+    """Configs of the heads whose legal input sizes are restricted (the pointmap's scale head)."""
+    configs = {}
+    for task in tasks:
+        source = sources.get(task, '')
+        if task != 'pointmap' or Path(source).suffix in ONNX_SUFFIXES + ENGINE_SUFFIXES:
+            continue
+        try:
+            configs[task] = load_config(source)
+        except SapiensError:  # the loader names the problem when it loads the model
+            pass
+    return configs
 
 
 def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
@@ -269,7 +290,11 @@ def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
     tasks = config.required_tasks(requested)
     if tasks != requested:
         LOG.info('loading seg too: pose takes its person boxes from it (box_source=seg)')
-    runner_options.setdefault('input_size', config.input_size)
+    sources = {} if random_weights else \
+        resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
+    config.input_sizes = task_input_sizes(tasks, config.input_size, config.input_sizes,
+                                          _size_configs(tasks, sources))
+    runner_options['input_size'] = dict(config.input_sizes)
     runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
                             dtype=dtype, device=device, random_weights=random_weights,
                             **runner_options)

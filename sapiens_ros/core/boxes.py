@@ -82,6 +82,30 @@ def check_boxes(boxes: np.ndarray) -> np.ndarray:
     return boxes
 
 
+def keypoint_boxes(keypoints: np.ndarray, scores: np.ndarray, fallback: np.ndarray,
+                   image_size: tuple[int, int], min_score: float = 0.3,
+                   padding: float = 0.1) -> np.ndarray:
+    """
+    Person boxes ``(P, 4)`` xyxy around the keypoints scored at least ``min_score``.
+
+    Each side is padded by ``padding`` of the box size and clipped to the image; a person with
+    fewer than two such keypoints keeps its ``fallback`` box. Between seg frames these boxes
+    (not the predicted ones pose ran on) tell the tracker where each person really is.
+    """
+    keypoints = np.asarray(keypoints, np.float32)
+    if keypoints.shape[0] == 0:
+        return np.zeros((0, 4), np.float32)
+    good = np.asarray(scores) >= min_score
+    lo = np.where(good[..., None], keypoints, np.inf).min(1)
+    hi = np.where(good[..., None], keypoints, -np.inf).max(1)
+    pad = (hi - lo) * padding
+    height, width = image_size
+    limit = np.array([width - 0.5, height - 0.5], np.float32)
+    boxes = np.concatenate([np.clip(lo - pad, -0.5, limit), np.clip(hi + pad, -0.5, limit)], 1)
+    ok = (good.sum(1) >= 2) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    return np.where(ok[:, None], boxes, np.asarray(fallback, np.float32)).astype(np.float32)
+
+
 def crop_windows(boxes: torch.Tensor, input_size: tuple[int, int],
                  padding: float = BOX_PADDING) -> tuple[torch.Tensor, torch.Tensor]:
     """

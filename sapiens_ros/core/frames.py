@@ -53,7 +53,7 @@ class UploadedFrame:
 
     rgb: torch.Tensor  # (H, W, 3) uint8, RGB order
     scaled: torch.Tensor  # (3, H, W) float32: rgb / std (mean is subtracted after sampling)
-    letterbox: Letterbox
+    letterbox: Letterbox  # into the batch's default input size
 
     @property
     def size(self) -> tuple[int, int]:
@@ -65,44 +65,84 @@ class FrameBatch:
     """
     Frames uploaded and normalised once, shared by every head of the pipeline.
 
-    ``pixel_values`` is the letterboxed, normalised ``(B, 3, H_in, W_in)`` batch for the dense
-    heads; :meth:`crops` samples pose crops from the same uploaded frames.
+    :meth:`letterboxed` gives the letterboxed, normalised ``(B, 3, H_in, W_in)`` batch of any
+    input size (each head may run at its own), built once per size; ``pixel_values`` is the one
+    at the default ``input_size``. :meth:`crops` samples pose crops from the same uploaded frames.
+    ``color_order`` is one order for every frame or one per frame.
     """
 
     def __init__(self, frames: Sequence[np.ndarray | torch.Tensor], input_size: tuple[int, int],
-                 device: torch.device, color_order: str = 'rgb') -> None:
-        if color_order not in COLOR_ORDERS:
-            raise FrameError(f'color_order must be one of {COLOR_ORDERS}, got {color_order!r}')
+                 device: torch.device, color_order: str | Sequence[str] = 'rgb') -> None:
         if not frames:
             raise FrameError('no frame given')
+        orders = [color_order] * len(frames) if isinstance(color_order, str) else \
+            list(color_order)
+        if len(orders) != len(frames):
+            raise FrameError(f'{len(orders)} color orders for {len(frames)} frames')
+        for order in orders:
+            if order not in COLOR_ORDERS:
+                raise FrameError(f'color_order must be one of {COLOR_ORDERS}, got {order!r}')
         self.device = device
         self.input_size = tuple(input_size)
         self._mean = torch.tensor(MEAN_255, device=device).div_(
             torch.tensor(STD_255, device=device)).view(3, 1, 1)
         inv_std = (1.0 / torch.tensor(STD_255, device=device)).view(3, 1, 1)
         self.frames: list[UploadedFrame] = []
-        for frame in frames:
+        for frame, order in zip(frames, orders, strict=True):
             check_frame(frame)
-            rgb = _upload(frame, device, color_order)
+            rgb = _upload(frame, device, order)
             scaled = rgb.permute(2, 0, 1).float().mul_(inv_std)
             lb = Letterbox.fit(tuple(rgb.shape[:2]), self.input_size)
             self.frames.append(UploadedFrame(rgb, scaled, lb))
-        self.pixel_values = self._letterbox()
+        self._letterboxes: dict[tuple[int, int], list[Letterbox]] = {
+            self.input_size: [f.letterbox for f in self.frames]}
+        self._batches: dict[tuple[int, int], torch.Tensor] = {}
 
     def __len__(self) -> int:
         return len(self.frames)
 
     @property
     def letterboxes(self) -> list[Letterbox]:
-        """Letterbox transform of each frame."""
-        return [f.letterbox for f in self.frames]
+        """Letterbox transform of each frame into the default input size."""
+        return self.letterboxes_at(self.input_size)
 
-    def _letterbox(self) -> torch.Tensor:
-        in_h, in_w = self.input_size
+    @property
+    def pixel_values(self) -> torch.Tensor:
+        """The whole batch letterboxed into the default input size."""
+        return self.letterboxed(self.input_size)
+
+    def letterboxes_at(self, size: tuple[int, int]) -> list[Letterbox]:
+        """Letterbox transform of each frame into ``size`` ``(H, W)``."""
+        size = tuple(size)
+        if size not in self._letterboxes:
+            self._letterboxes[size] = [Letterbox.fit(f.size, size) for f in self.frames]
+        return self._letterboxes[size]
+
+    def letterboxed(self, size: tuple[int, int],
+                    indices: Sequence[int] | None = None) -> torch.Tensor:
+        """
+        Normalised frames letterboxed into ``size`` ``(H, W)``: all, or those at ``indices``.
+
+        The whole batch of a size is built once; a subset is a view (contiguous indices) or
+        one gather.
+        """
+        size = tuple(size)
+        if size not in self._batches:
+            self._batches[size] = self._letterbox(size)
+        out = self._batches[size]
+        if indices is None:
+            return out
+        first = indices[0]
+        if list(indices) == list(range(first, first + len(indices))):
+            return out[first:first + len(indices)]
+        return out[torch.as_tensor(list(indices), device=out.device)]
+
+    def _letterbox(self, size: tuple[int, int]) -> torch.Tensor:
+        in_h, in_w = size
         out = torch.empty(len(self.frames), 3, in_h, in_w, device=self.device)
         out.copy_(-self._mean.expand(3, in_h, in_w))
-        for i, frame in enumerate(self.frames):
-            lb = frame.letterbox
+        for i, (frame, lb) in enumerate(zip(self.frames, self.letterboxes_at(size),
+                                            strict=True)):
             (h, w), (top, left) = lb.resized_size, lb.pad
             down = h < lb.image_size[0]
             resized = F.interpolate(frame.scaled[None], size=(h, w), mode='bilinear',

@@ -277,21 +277,21 @@ def scale_head_sizes(config, limit: int = 2048) -> tuple[list[int], list[int]]:
 
 def check_input_size(task: str, config, input_size: tuple[int, int]) -> tuple[int, int]:
     """Validate a ``(height, width)`` model input size for ``task``; return it as ints."""
+    from .input_size import format_size, legal_sizes  # it builds on this module
+
     height, width = (int(v) for v in input_size)
     ph, pw = patch_size(config)
+    size = format_size((height, width))
     if height <= 0 or width <= 0 or height % ph or width % pw:
         raise InputSizeError(
-            f'input size {height}x{width} is not a positive multiple of the patch size '
-            f'{ph}x{pw}; use e.g. 1024x768, 768x576 or 512x384')
+            f'{task} input size {size} (WIDTHxHEIGHT) is not a positive multiple of the patch '
+            f'size {pw}x{ph}; use e.g. 768x1024, 576x768 or 384x512')
     if task == 'pointmap' and has_scale_head(config):
         want = config.head_config.scale_final_input_size
         if _scale_features(config, height, width) != want:
-            hs, ws = scale_head_sizes(config)
-            hint = (f'heights {hs[0]}-{hs[-1]} x widths {ws[0]}-{ws[-1]} (multiples of {ph})'
-                    if hs else 'only its training size')
             raise InputSizeError(
-                f'the pointmap scale head cannot take {height}x{width}: its MLP expects '
-                f'{want} features. It accepts {hint}, e.g. 1024x768')
+                f'the pointmap scale head cannot take {size} (WIDTHxHEIGHT): its MLP expects '
+                f'{want} features. It accepts {legal_sizes(task, config)}')
     return height, width
 
 

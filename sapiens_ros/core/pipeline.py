@@ -37,20 +37,19 @@ from .hostbuf import to_host
 from .letterbox import sample_map
 from .loading import parse_device
 from .metadata import keypoint_info
+from .plan import load_tasks, plan_tasks, RUN_ORDER, TaskPlan
 from .runners import Runner
 from .timing import StageTimer
 
 LOG = logging.getLogger(__name__)
-
-#: Order the heads run in: seg first, since pose boxes and the pointmap mask come from it.
-RUN_ORDER = ('seg', 'normal', 'pointmap', 'matting', 'backbone', 'pose')
 
 
 @dataclass
 class PipelineConfig:
     """Runtime options of the pipeline (all of them safe to change between calls)."""
 
-    input_size: tuple[int, int] = (1024, 768)
+    input_size: tuple[int, int] = (1024, 768)  # (height, width) of every head without its own
+    input_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # per head (h, w)
     box_source: str = 'seg'  # 'seg' or 'full' when the caller gives no boxes
     flip_test: bool = False
     max_persons: int = 8
@@ -59,12 +58,13 @@ class PipelineConfig:
     foreground_only: bool = True  # keep only seg-foreground points when seg runs
     render: R.RenderRequest | None = None  # what calls without ``render=`` render on the device
 
+    def size_of(self, task: str) -> tuple[int, int]:
+        """Return the ``(height, width)`` input of ``task`` (pose: its crop size)."""
+        return tuple(self.input_sizes.get(task, self.input_size))
+
     def required_tasks(self, tasks: Sequence[str]) -> tuple[str, ...]:
         """Return ``tasks`` plus seg when pose takes its person boxes from the seg foreground."""
-        tasks = tuple(tasks)
-        if 'pose' in tasks and self.box_source == 'seg' and 'seg' not in tasks:
-            return ('seg',) + tasks
-        return tasks
+        return load_tasks(tasks, self.box_source)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid option."""
@@ -116,7 +116,8 @@ class Pipeline:
     """
     Runs a set of Sapiens2 heads on camera frames.
 
-    Each frame is uploaded and normalised once (:class:`FrameBatch`) and shared by every head.
+    Each frame is uploaded and normalised once (:class:`FrameBatch`) and shared by every head;
+    each head runs once per call on the frames that need it, batched, at its own input size.
     Pre- and post-processing stay on the runners' device; only the final arrays reach the host.
     """
 
@@ -129,8 +130,8 @@ class Pipeline:
         self.config.validate()
         first = next(iter(self.runners.values()))
         self.device = parse_device(device or getattr(first, 'device', 'cpu'))
-        for runner in self.runners.values():
-            runner.check_input_size(self.config.input_size)
+        for task, runner in self.runners.items():
+            runner.check_input_size(self.config.size_of(task))
         info = keypoint_info()
         self._flip_perm = torch.as_tensor(self._flip_permutation(info), device=self.device)
         self.num_keypoints = len(info.names)
@@ -150,132 +151,152 @@ class Pipeline:
         perm[pairs[:, 0]], perm[pairs[:, 1]] = pairs[:, 1], pairs[:, 0]
         return perm
 
-    def __call__(self, frames: Sequence[np.ndarray] | np.ndarray, *, color_order: str = 'rgb',
+    def plan(self, tasks: Sequence[str] | None = None, given_boxes: bool = False) -> TaskPlan:
+        """Plan one frame running ``tasks`` (default: every head) with this config."""
+        return plan_tasks(self.tasks if tasks is None else tasks, self.tasks,
+                          box_source=self.config.box_source, given_boxes=given_boxes,
+                          foreground_only=False)
+
+    def __call__(self, frames: Sequence[np.ndarray] | np.ndarray, *,
+                 color_order: str | Sequence[str] = 'rgb',
                  boxes: Sequence[np.ndarray | None] | None = None,
                  fx: Sequence[float | None] | float | None = None,
                  tasks: Sequence[str] | None = None,
-                 render: R.RenderRequest | None = None) -> list[FrameResult]:
+                 plans: Sequence[TaskPlan] | None = None,
+                 render: R.RenderRequest | Sequence[R.RenderRequest | None] | None = None,
+                 ) -> list[FrameResult]:
         """
         Run the heads on ``frames`` (uint8 HxWx3 in ``color_order``, or HxW mono8).
 
-        ``boxes`` gives per-frame xyxy person boxes for pose (None: ``config.box_source``);
-        ``fx`` gives per-frame calibrated focal lengths for a metric pointmap (None: the
-        predicted scale); ``tasks`` restricts this call to a subset of the loaded heads;
-        ``render`` names outputs to render on the device into ``FrameResult.rendered``
-        (default ``config.render``).
+        ``color_order`` is one order or one per frame; ``boxes`` gives per-frame xyxy person
+        boxes for pose (None: ``config.box_source``); ``fx`` gives per-frame calibrated focal
+        lengths for a metric pointmap (None: the predicted scale); ``tasks`` restricts this call
+        to a subset of the loaded heads, or ``plans`` (:func:`~.plan.plan_tasks`) gives each
+        frame its own; ``render`` names outputs to render on the device into
+        ``FrameResult.rendered`` (default ``config.render``), one request or one per frame.
         """
         if isinstance(frames, np.ndarray) and frames.ndim in (2, 3) and frames.dtype == np.uint8:
             frames = [frames]
         n = len(frames)
         boxes = _per_frame(boxes, n, 'boxes')
         fx = [_check_fx(v) for v in _per_frame(fx, n, 'fx')]
-        run = self.tasks if tasks is None else tuple(t for t in self.tasks if t in tasks)
-        if 'pose' in run and self.config.box_source == 'seg' and 'seg' not in run and \
-                any(b is None for b in boxes):
-            run = ('seg',) + run if 'seg' in self.runners else run
+        if plans is None:
+            plans = [self.plan(tasks, given_boxes=b is not None) for b in boxes]
+        elif len(plans) != n:
+            raise SapiensError(f'{len(plans)} plans for {n} frames')
+        render = render if render is not None else self.config.render
+        renders = list(render) if isinstance(render, (list, tuple)) else [render] * n
+        if len(renders) != n:
+            raise SapiensError(f'{len(renders)} render requests for {n} frames')
         cfg = self.config
         timer = StageTimer(self.device)
         batch = FrameBatch(frames, cfg.input_size, self.device, color_order)
         timer.mark('preprocess')
         results = [FrameResult(image_size=f.size) for f in batch.frames]
-        dev: dict[str, list] = {}
+        dev: dict[str, dict] = {}
 
-        if 'seg' in run:
-            logits = self.runners['seg'](batch.pixel_values)['logits']
-            timer.mark('seg.forward')
-            dev['labels'] = [seg_labels(logits[i], f.letterbox)
-                             for i, f in enumerate(batch.frames)]
-            if 'pose' in run:
-                dev['seg_boxes'] = [foreground_boxes(
-                    logits[i], f.letterbox, min_area=cfg.min_person_area,
-                    max_persons=cfg.max_persons) for i, f in enumerate(batch.frames)]
+        def frames_of(task: str) -> list[int]:
+            return [i for i, plan in enumerate(plans) if task in plan.run and task in self.runners]
+
+        def forward(task: str, idx: list[int]) -> tuple[dict, list]:
+            size = cfg.size_of(task)
+            out = self.runners[task](batch.letterboxed(size, idx))
+            timer.mark(f'{task}.forward')
+            return out, batch.letterboxes_at(size)
+
+        if idx := frames_of('seg'):
+            out, lbs = forward('seg', idx)
+            logits = out['logits']
+            dev['labels'] = {i: seg_labels(logits[j], lbs[i]) for j, i in enumerate(idx)}
+            dev['seg_boxes'] = {i: foreground_boxes(
+                logits[j], lbs[i], min_area=cfg.min_person_area, max_persons=cfg.max_persons)
+                for j, i in enumerate(idx) if plans[i].boxes == 'seg'}
             timer.mark('seg.decode')
-        if 'normal' in run:
-            raw = self.runners['normal'](batch.pixel_values)['normals']
-            timer.mark('normal.forward')
-            dev['normals'] = [unit_normals(raw[i], f.letterbox)
-                              for i, f in enumerate(batch.frames)]
+        if idx := frames_of('normal'):
+            out, lbs = forward('normal', idx)
+            dev['normals'] = {i: unit_normals(out['normals'][j], lbs[i])
+                              for j, i in enumerate(idx)}
             timer.mark('normal.decode')
-        if 'pointmap' in run:
-            out = self.runners['pointmap'](batch.pixel_values)
-            timer.mark('pointmap.forward')
-            dev['pointmap'] = self._pointmaps(batch, out, fx, dev.get('labels'))
+        if idx := frames_of('pointmap'):
+            out, lbs = forward('pointmap', idx)
+            dev['pointmap'] = self._pointmaps(batch, idx, lbs, out, fx, dev.get('labels', {}))
             timer.mark('pointmap.decode')
-        if 'matting' in run:
-            alphas = self.runners['matting'](batch.pixel_values)['alphas']
-            timer.mark('matting.forward')
-            dev['matting'] = [sample_map(alphas[i].float(), f.letterbox)[0]
-                              for i, f in enumerate(batch.frames)]
+        if idx := frames_of('matting'):
+            out, lbs = forward('matting', idx)
+            dev['matting'] = {i: sample_map(out['alphas'][j].float(), lbs[i])[0]
+                              for j, i in enumerate(idx)}
             timer.mark('matting.decode')
-        if 'backbone' in run:
-            dev['embedding'] = list(self.runners['backbone'](batch.pixel_values)['pooler_output'])
-            timer.mark('backbone.forward')
-        if 'pose' in run:
-            self._pose(batch, boxes, dev, timer)
-        render = render if render is not None else cfg.render
-        if render:
-            dev['rendered'] = [self._render(frame, i, dev, render)
-                               for i, frame in enumerate(batch.frames)]
+        if idx := frames_of('backbone'):
+            out, _ = forward('backbone', idx)
+            dev['embedding'] = {i: out['pooler_output'][j] for j, i in enumerate(idx)}
+        if idx := frames_of('pose'):
+            self._pose(batch, idx, plans, boxes, dev, timer)
+        if any(renders):
+            dev['rendered'] = {i: self._render(frame, i, dev, renders[i])
+                               for i, frame in enumerate(batch.frames) if renders[i]}
             timer.mark('render')
-        dev['finite'] = _finite_flags(dev)
+        dev['finite'] = _finite_flags(dev, n)
 
-        self._to_host(results, dev, render)
+        self._to_host(results, dev, renders)
         timer.mark('to_host')
         timings = timer.result()
         for r in results:
             r.timings = timings
         return results
 
-    def _pointmaps(self, batch: FrameBatch, out: dict, fx: list, labels: list | None) -> list:
+    def _pointmaps(self, batch: FrameBatch, idx: list[int], lbs: list, out: dict, fx: list,
+                   labels: dict) -> dict:
         cfg = self.config
         stride = cfg.pointmap_stride
-        items = []
-        for i, frame in enumerate(batch.frames):
+        items = {}
+        for j, i in enumerate(idx):
+            frame = batch.frames[i]
             if fx[i] is not None:
-                scale, source = calibrated_scale(fx[i], frame.letterbox), 'calibrated'
+                scale, source = calibrated_scale(fx[i], lbs[i]), 'calibrated'
             elif out.get('scales') is not None:
-                scale, source = out['scales'][i].float().reshape(()), 'predicted'
+                scale, source = out['scales'][j].float().reshape(()), 'predicted'
             else:
                 scale, source = 1.0, 'none'
-            xyz = metric_xyz(out['pointmaps'][i], frame.letterbox, scale, stride)
+            xyz = metric_xyz(out['pointmaps'][j], lbs[i], scale, stride)
             rgb = frame.rgb[::stride, ::stride]
-            lab = labels[i][::stride, ::stride] if labels is not None else None
+            lab = labels[i][::stride, ::stride] if i in labels else None
             keep = torch.isfinite(xyz).all(-1)
             if lab is not None and cfg.foreground_only:
                 keep &= lab != 0
             ys, xs = keep.nonzero(as_tuple=True)
-            items.append({'xyz': xyz, 'points': xyz[keep], 'colors': rgb[keep],
-                          'labels': None if lab is None else lab[keep],
-                          'pixels': torch.stack([xs, ys], -1) * stride,
-                          'scale': scale, 'scale_source': source, 'stride': stride})
+            items[i] = {'xyz': xyz, 'points': xyz[keep], 'colors': rgb[keep],
+                        'labels': None if lab is None else lab[keep],
+                        'pixels': torch.stack([xs, ys], -1) * stride,
+                        'scale': scale, 'scale_source': source, 'stride': stride}
         return items
 
-    def _pose(self, batch: FrameBatch, boxes: list, dev: dict, timer: StageTimer) -> None:
+    def _pose(self, batch: FrameBatch, idx: list[int], plans: Sequence[TaskPlan], boxes: list,
+              dev: dict, timer: StageTimer) -> None:
         cfg = self.config
-        per_frame, scores = [], []
-        for i, frame in enumerate(batch.frames):
+        per_frame, scores = {}, {}
+        for i in idx:
             if boxes[i] is not None:
                 b = check_boxes(boxes[i])
                 s = np.ones(len(b), np.float32)
-            elif cfg.box_source == 'seg' and 'seg_boxes' in dev:
+            elif plans[i].boxes == 'seg' and i in dev.get('seg_boxes', {}):
                 b, s = dev['seg_boxes'][i]
             else:
-                b, s = full_frame_box(frame.size), np.ones(1, np.float32)
-            per_frame.append(b)
-            scores.append(s)
-        counts = [len(b) for b in per_frame]
-        dev['pose_counts'] = counts
-        dev['boxes'] = per_frame
-        dev['box_scores'] = scores
+                b, s = full_frame_box(batch.frames[i].size), np.ones(1, np.float32)
+            per_frame[i], scores[i] = b, s
+        counts = [len(per_frame[i]) for i in idx]
+        dev['pose_frames'], dev['pose_counts'] = idx, counts
+        dev['boxes'], dev['box_scores'] = per_frame, scores
         total = sum(counts)
         if total == 0:
             timer.mark('pose.boxes')
             return
-        all_boxes = torch.as_tensor(np.concatenate(per_frame), device=self.device)
-        frame_index = torch.repeat_interleave(torch.arange(len(counts), device=self.device),
+        size = cfg.size_of('pose')
+        all_boxes = torch.as_tensor(np.concatenate([per_frame[i] for i in idx]),
+                                    device=self.device)
+        frame_index = torch.repeat_interleave(torch.as_tensor(idx, device=self.device),
                                               torch.as_tensor(counts, device=self.device))
-        centers, sizes = crop_windows(all_boxes, cfg.input_size)
-        crops = batch.crops(frame_index, centers, sizes, cfg.input_size)
+        centers, sizes = crop_windows(all_boxes, size)
+        crops = batch.crops(frame_index, centers, sizes, size)
         if cfg.flip_test:
             crops = torch.cat([crops, crops.flip(-1)])
         timer.mark('pose.crop')
@@ -287,17 +308,19 @@ class Pipeline:
         xy = heatmap_to_image(coords, centers, sizes, tuple(heatmaps.shape[-2:]))
         dev['keypoints'], dev['keypoint_scores'] = xy, kp_scores
         if 'pointmap' in dev:
-            dev['keypoints_xyz'] = self._keypoints_3d(batch, xy, counts, dev)
+            dev['keypoints_xyz'] = self._keypoints_3d(batch, xy, idx, counts, dev)
         timer.mark('pose.decode')
 
-    def _keypoints_3d(self, batch: FrameBatch, xy: torch.Tensor, counts: list[int],
-                      dev: dict) -> list[torch.Tensor]:
+    def _keypoints_3d(self, batch: FrameBatch, xy: torch.Tensor, idx: list[int],
+                      counts: list[int], dev: dict) -> dict[int, torch.Tensor]:
         """Bilinear pointmap samples at the keypoints; NaN where the pixel is background."""
-        out = []
-        for i, (frame, chunk) in enumerate(zip(batch.frames, xy.split(counts), strict=True)):
-            pm = dev['pointmap'][i]
+        out = {}
+        for i, chunk in zip(idx, xy.split(counts), strict=True):
+            pm = dev['pointmap'].get(i)
+            if pm is None:
+                continue
             flat = chunk.reshape(-1, 2)
-            height, width = frame.size
+            height, width = batch.frames[i].size
             stride = pm['stride']
             xyz_map = pm['xyz'].permute(2, 0, 1)  # (3, Hs, Ws) on the strided image grid
             # Strided grid pixel j sits at image pixel j*stride: sample in that grid's units.
@@ -308,20 +331,19 @@ class Pipeline:
                                                   padding_mode='border')[0, :, 0].T
             inside = (flat[:, 0] >= -0.5) & (flat[:, 0] <= width - 0.5) & \
                 (flat[:, 1] >= -0.5) & (flat[:, 1] <= height - 0.5)
-            if 'labels' in dev:
+            if i in dev.get('labels', {}):
                 inside &= _nearest(dev['labels'][i], flat) != 0
             pts = torch.where(inside[:, None], pts, torch.full_like(pts, float('nan')))
-            out.append(pts.reshape(chunk.shape[0], chunk.shape[1], 3))
+            out[i] = pts.reshape(chunk.shape[0], chunk.shape[1], 3)
         return out
 
     def _render(self, frame, i: int, dev: dict, request: R.RenderRequest) -> dict:
         """Device tensors of the requested outputs of frame ``i`` that this call can fill."""
-        return R.render_tensors(request, frame.rgb, dev['labels'][i] if 'labels' in dev else None,
-                                dev['normals'][i] if 'normals' in dev else None,
-                                dev['pointmap'][i] if 'pointmap' in dev else None)
+        return R.render_tensors(request, frame.rgb, dev.get('labels', {}).get(i),
+                                dev.get('normals', {}).get(i), dev.get('pointmap', {}).get(i))
 
     def _to_host(self, results: list[FrameResult], dev: dict,
-                 render: R.RenderRequest | None) -> None:
+                 renders: list[R.RenderRequest | None]) -> None:
         """
         Copy the final device arrays to the host (the only transfer of results).
 
@@ -335,14 +357,14 @@ class Pipeline:
 
         names, flags = dev['finite'] or ([], [])
         for i, r in enumerate(results):
-            if 'rendered' in dev:
-                r.rendered = R.to_buffers(dev['rendered'][i], render)
+            if i in dev.get('rendered', {}):
+                r.rendered = R.to_buffers(dev['rendered'][i], renders[i])
             r.finite = dict(zip(names, flags[i], strict=True)) if names else None
-            if 'labels' in dev:
+            if i in dev.get('labels', {}):
                 r.seg = SegResult(host(dev['labels'][i]))
-            if 'normals' in dev:
+            if i in dev.get('normals', {}):
                 r.normal = NormalResult(host(dev['normals'][i]))
-            if 'pointmap' in dev:
+            if i in dev.get('pointmap', {}):
                 pm = dev['pointmap'][i]
                 cloud = r.rendered.get('cloud')
                 points = host(pm['points']) if cloud is None else \
@@ -352,12 +374,12 @@ class Pipeline:
                     labels=host(pm['labels']), pixels=host(pm['pixels'], np.int32),
                     scale=float(pm['scale']), scale_source=pm['scale_source'],
                     stride=pm['stride'])
-            if 'matting' in dev:
+            if i in dev.get('matting', {}):
                 r.matting = host(dev['matting'][i])
-            if 'embedding' in dev:
+            if i in dev.get('embedding', {}):
                 r.embedding = host(dev['embedding'][i].float())
         if 'pose_counts' in dev:
-            counts = dev['pose_counts']
+            idx, counts = dev['pose_frames'], dev['pose_counts']
             if 'keypoints' in dev:
                 kps = host(dev['keypoints']).astype(np.float32)
                 scs = host(dev['keypoint_scores']).astype(np.float32)
@@ -365,39 +387,41 @@ class Pipeline:
                 kps = np.zeros((0, self.num_keypoints, 2), np.float32)
                 scs = np.zeros((0, self.num_keypoints), np.float32)
             offsets = np.cumsum([0] + counts)
-            for i, r in enumerate(results):
-                a, b = offsets[i], offsets[i + 1]
+            for k, i in enumerate(idx):
+                r, (a, b) = results[i], (offsets[k], offsets[k + 1])
                 r.pose = PoseResult(kps[a:b], scs[a:b], np.asarray(dev['boxes'][i], np.float32),
                                     np.asarray(dev['box_scores'][i], np.float32))
-                if 'keypoints_xyz' in dev:
+                if i in dev.get('keypoints_xyz', {}):
                     r.keypoints_xyz = host(dev['keypoints_xyz'][i]).astype(np.float32)
-                elif 'pointmap' in dev:
+                elif i in dev.get('pointmap', {}):
                     r.keypoints_xyz = np.full((b - a, self.num_keypoints, 3), np.nan, np.float32)
 
 
-def _finite_flags(dev: dict) -> tuple[list[str], list[list[bool]]] | None:
+def _finite_flags(dev: dict, n: int) -> tuple[list[str], list[list[bool]]] | None:
     """
     Per frame, whether each head's outputs are all finite: reduced on the device, one tiny copy.
 
-    Covers what ``FrameResult.non_finite`` would otherwise check on the host arrays.
+    Covers what ``FrameResult.non_finite`` would otherwise check on the host arrays; a frame a
+    head did not run on counts as finite for it.
     """
-    per_frame: dict[str, list] = {}
+    per_frame: dict[str, dict[int, tuple]] = {}
     if 'keypoints' in dev:
-        counts = dev['pose_counts']
-        per_frame['pose keypoints'] = list(zip(dev['keypoints'].split(counts),
-                                               dev['keypoint_scores'].split(counts),
-                                               strict=True))
+        chunks = zip(dev['keypoints'].split(dev['pose_counts']),
+                     dev['keypoint_scores'].split(dev['pose_counts']), strict=True)
+        per_frame['pose keypoints'] = dict(zip(dev['pose_frames'], chunks, strict=True))
     if 'normals' in dev:
-        per_frame['normals'] = [(n,) for n in dev['normals']]
+        per_frame['normals'] = {i: (t,) for i, t in dev['normals'].items()}
     if 'pointmap' in dev:
-        per_frame['pointmap'] = [(pm['xyz'],) for pm in dev['pointmap']]
+        per_frame['pointmap'] = {i: (pm['xyz'],) for i, pm in dev['pointmap'].items()}
     if not per_frame:
         return None
     # The sum of finite values stays finite (unit normals, metres, pixels: far from float32's
     # range) and one NaN/inf makes it non-finite: one read pass, no mask allocated.
-    flags = torch.stack([torch.stack([torch.isfinite(torch.stack([t.sum() for t in tensors])).all()
-                                      for tensors in items]) for items in per_frame.values()])
-    return list(per_frame), flags.T.tolist()  # (frames, checks)
+    sums = [torch.stack([t.sum() for t in tensors])
+            for items in per_frame.values() for tensors in items.values()]
+    ok = iter(torch.stack([torch.isfinite(s).all() for s in sums]).tolist())
+    flags = {name: {i: next(ok) for i in items} for name, items in per_frame.items()}
+    return list(per_frame), [[flags[name].get(i, True) for name in per_frame] for i in range(n)]
 
 
 def _nearest(labels: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:

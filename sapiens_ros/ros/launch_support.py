@@ -23,9 +23,10 @@ PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilt
 
 #: Launch arguments that become node parameters of that type when given (empty: the
 #: params_file value stays).
-STRING_ARGS = ('tasks', 'model_size', 'backend', 'dtype', 'device', 'engine_batch', 'cache_dir')
+STRING_ARGS = ('tasks', 'model_size', 'model_dir', 'backend', 'dtype', 'device',
+               'engine_batch', 'cache_dir', 'input_sizes')
 BOOL_ARGS = ('compressed', 'random_weights', 'autostart', 'allow_build')
-INT_ARGS = ('cpu_threads',)
+INT_ARGS = ('cpu_threads', 'max_cameras_per_step')
 
 
 def profile_path(share: str) -> str | None:
@@ -49,17 +50,35 @@ def parse_bool(name: str, text: str) -> bool:
     return value in ('true', '1')
 
 
-def parse_input_size(text: str) -> list[int]:
-    """Parse ``512x384``, ``512,384`` or ``[512, 384]`` into ``[height, width]``."""
-    parts = text.strip().strip('[]').replace('x', ',').split(',')
+def parse_input_size(text: str) -> str:
+    """Check a launch argument ``input_size:=WIDTHxHEIGHT``; return it (the parameter's form)."""
+    from ..core.errors import InputSizeError
+    from ..core.input_size import parse_size
+
     try:
-        size = [int(p) for p in parts if p.strip()]
-    except ValueError:
-        size = []
-    if len(size) != 2 or min(size) <= 0:
-        raise ValueError(f'launch argument input_size:={text!r} must be HEIGHTxWIDTH, '
-                         f'e.g. 1024x768')
-    return size
+        parse_size(text.strip(), 'launch argument input_size')
+    except InputSizeError as exc:
+        raise ValueError(str(exc)) from None
+    return text.strip()
+
+
+def parse_rates(text: str) -> dict[str, float]:
+    """Parse ``rates:=seg=5,normal=2`` into ``{'rates.seg': 5.0, 'rates.normal': 2.0}``."""
+    from ..core.registry import PERCEPTION_TASKS
+
+    out = {}
+    for part in (p.strip() for p in text.split(',') if p.strip()):
+        task, _, rate = part.partition('=')
+        try:
+            value = float(rate)
+        except ValueError:
+            value = -1.0
+        if task.strip() not in PERCEPTION_TASKS or value < 0:
+            raise ValueError(f'launch argument rates:={text!r}: each entry must be TASK=HZ with '
+                             f'a task of {", ".join(PERCEPTION_TASKS)} and HZ >= 0 '
+                             f'(0: every frame), e.g. rates:=seg=5,normal=2')
+        out[f'rates.{task.strip()}'] = value
+    return out
 
 
 def parameter_overrides(args: dict[str, str]) -> dict:
@@ -75,6 +94,8 @@ def parameter_overrides(args: dict[str, str]) -> dict:
                     from None
     if args.get('input_size'):
         out['input_size'] = parse_input_size(args['input_size'])
+    if args.get('rates'):
+        out.update(parse_rates(args['rates']))
     if args.get('depth'):  # depth:=<topic> turns the RGB-D input on (the launch file remaps)
         out['use_depth'] = True
     return out

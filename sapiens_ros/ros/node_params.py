@@ -17,12 +17,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
 from typing import Any
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
 from .messages import NORMAL_ENCODINGS, OUTPUT_TASK
+from ..core.errors import SapiensError
+from ..core.input_size import parse_size, parse_task_sizes
 from ..core.registry import PERCEPTION_TASKS
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
@@ -41,6 +44,9 @@ class Param:
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    #: When a change takes effect: 'runtime' (next frame), 'activate' (changeable while not
+    #: active) or 'configure' (changeable while unconfigured; configure re-reads it).
+    applies: str = 'runtime'
 
     @property
     def flexible(self) -> bool:
@@ -50,14 +56,15 @@ class Param:
         YAML files and ``-p rate:=10`` give an INTEGER where a DOUBLE is declared, and
         ``tasks:=[pose,seg]`` a STRING_ARRAY: rclpy would reject them at start-up.
         """
-        return isinstance(self.default, float) or self.name == 'tasks'
+        return isinstance(self.default, float) or self.name in _LISTS or \
+            self.name == 'input_size'
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` as this parameter's Python type (see :attr:`flexible`)."""
         if isinstance(self.default, float) and isinstance(value, int) and \
                 not isinstance(value, bool):
             return float(value)
-        if self.name == 'tasks' and isinstance(value, (list, tuple)):
+        if self.name in _LISTS and isinstance(value, (list, tuple)):
             return ','.join(str(v) for v in value)
         return value
 
@@ -65,6 +72,8 @@ class Param:
         """Say why ``value`` has the wrong type for this parameter, or None."""
         if not self.flexible:
             return None  # rclpy enforces the declared type
+        if self.name == 'input_size' and isinstance(value, (list, tuple)):
+            return None  # the old [height, width]: parse_size explains both readings
         value = self.coerce(value)
         if type(value) is not type(self.default):
             return f'{self.name} must be a {type(self.default).__name__}, got {value!r}'
@@ -75,6 +84,9 @@ class Param:
         desc = self.description
         if self.choices:
             desc += f" (one of: {', '.join(self.choices)})"
+        if self.applies != 'runtime':
+            when = 'unconfigured' if self.applies == 'configure' else 'inactive'
+            desc += f' [applies at {self.applies}: change it while {when}]'
         d = ParameterDescriptor(name=self.name, description=desc, read_only=self.read_only,
                                 dynamic_typing=self.flexible)
         if not self.flexible:
@@ -89,58 +101,74 @@ class Param:
         return d
 
 
+#: Parameters that take a comma-separated list or a string array.
+_LISTS = ('tasks', 'cameras')
+
 PARAMS: tuple[Param, ...] = (
-    # Models and backend: read-only, applied at configure.
+    # Models and backend: read by configure (change them while unconfigured).
     Param('tasks', ','.join(PERCEPTION_TASKS), 'comma-separated heads to load: '
-          'pose, seg, normal, pointmap', read_only=True),
+          'pose, seg, normal, pointmap', applies='configure'),
+    Param('cameras', '', 'comma-separated camera names served by this one node: camera NAME '
+          'reads NAME/image and publishes NAME/pose/keypoints, ...; empty: one camera in the '
+          "node's own namespace", applies='configure'),
     Param('model_size', '0.4b', 'hub checkpoint size (facebook/sapiens2-<task>-<size>)',
-          read_only=True, choices=('0.4b', '0.8b', '1b', '5b')),
+          applies='configure', choices=('0.4b', '0.8b', '1b', '5b')),
     Param('model_dir', '', 'directory holding one checkpoint per task in <model_dir>/<task>/',
-          read_only=True),
+          applies='configure'),
     *(Param(f'models.{t}', '', f'checkpoint (hub id or directory) for {t}; overrides '
-            f'model_dir and model_size', read_only=True) for t in PERCEPTION_TASKS),
+            f'model_dir and model_size', applies='configure') for t in PERCEPTION_TASKS),
     Param('backend', 'torch', 'inference backend (onnxruntime exports the checkpoint to a cached '
-          'ONNX file on first use; tensorrt builds an engine)', read_only=True,
+          'ONNX file on first use; tensorrt builds an engine)', applies='configure',
           choices=('torch', 'onnxruntime', 'tensorrt')),
-    Param('device', 'cpu', 'torch device: cpu, cuda or cuda:N', read_only=True),
+    Param('device', 'cpu', 'torch device: cpu, cuda or cuda:N', applies='configure'),
     Param('dtype', 'auto', 'weights dtype (torch) or engine precision (tensorrt); auto: fp32 '
-          'for torch/onnxruntime, bf16 or fp16 for tensorrt', read_only=True,
+          'for torch/onnxruntime, bf16 or fp16 for tensorrt', applies='configure',
           choices=('auto', 'fp32', 'bf16', 'fp16')),
     Param('cache_dir', '', 'ONNX/TensorRT cache folder (empty: the user cache dir)',
-          read_only=True),
+          applies='configure'),
     Param('cpu_threads', 0, 'torch intra-op CPU threads for this process (0: torch default); '
-          '1 avoids OpenMP oversubscription when the CPU is shared', read_only=True,
+          '1 avoids OpenMP oversubscription when the CPU is shared', applies='configure',
           low=0, high=256),
-    Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)', read_only=True),
+    Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)',
+          applies='configure'),
     Param('allow_build', True, 'build a missing ONNX graph / TensorRT engine at configure; '
           'false: fail with the `sapiens-ros export` command to build it beforehand',
-          read_only=True),
-    Param('engine_batch', '1:1:8', 'TensorRT/ONNX batch profile min:opt:max (pose crops per '
-          'frame)', read_only=True),
-    Param('input_size', [1024, 768], 'model input [height, width], multiples of 16',
-          read_only=True),
+          applies='configure'),
+    Param('engine_batch', '1:1:8', 'TensorRT/ONNX batch profile min:opt:max (pose crops, and '
+          'frames of all cameras per step)', applies='configure'),
+    Param('input_size', '768x1024', 'model input WIDTHxHEIGHT of every head without its own '
+          'in input_sizes, multiples of 16, portrait or square (a head that cannot take it, '
+          'like the pointmap below 656x912, runs at its nearest legal size)',
+          applies='configure'),
+    Param('input_sizes', '', 'per-head input sizes TASK=WIDTHxHEIGHT, comma-separated, e.g. '
+          '"seg=384x512,pointmap=656x912" (pose: its crop size)', applies='configure'),
     Param('random_weights', False, 'build tiny random models instead of loading weights '
-          '(graph checks and demos without a download)', read_only=True),
+          '(graph checks and demos without a download)', applies='configure'),
     Param('autostart', True, 'configure and activate on start (a plain ros2 run works)',
           read_only=True),
-    # Input.
+    # Input: read by activate (change them while inactive).
     Param('compressed', False, 'subscribe image/compressed (CompressedImage) instead of image',
-          read_only=True),
-    Param('compressed_format', 'any', 'accepted CompressedImage codec', read_only=True,
+          applies='activate'),
+    Param('compressed_format', 'any', 'accepted CompressedImage codec',
           choices=('any', 'jpeg', 'png')),
     Param('input_reliability', 'best_effort', 'input QoS reliability (best_effort accepts '
-          'both kinds of publishers)', read_only=True, choices=('best_effort', 'reliable')),
-    Param('input_depth', 1, 'input QoS history depth', read_only=True, low=1, high=100),
-    Param('output_depth', 2, 'output QoS history depth (reliable)', read_only=True,
+          'both kinds of publishers)', applies='activate', choices=('best_effort', 'reliable')),
+    Param('input_depth', 1, 'input QoS history depth', applies='activate', low=1, high=100),
+    Param('output_depth', 2, 'output QoS history depth (reliable)', applies='configure',
           low=1, high=5),
     Param('calibrated', False, 'use camera_info K for a metric pointmap scale; without a '
-          'fresh, valid camera_info a frame falls back to the predicted scale (counted)',
-          read_only=True),
+          'fresh, valid camera_info a frame falls back to the predicted scale (counted)'),
     Param('camera_info_timeout', 5.0, 'a camera_info older than this (s) is stale; 0: never',
           low=0.0, high=3600.0),
-    Param('max_pixels', 4096 * 4096, 'largest accepted input image (pixels)', low=1,
-          high=1 << 30),
+    Param('max_pixels', 4096 * 4096, 'largest accepted input image (pixels), the decompression-'
+          'bomb guard: it can be lowered at run time, never raised above its start value',
+          low=1, high=1 << 30),
     # Runtime-changeable.
+    *(Param(f'rates.{t}', 0.0, f'most {t} runs per second per camera (0: every frame); '
+            f'<camera>.rates.{t} overrides it for one camera', low=0.0, high=1000.0)
+      for t in PERCEPTION_TASKS),
+    Param('max_cameras_per_step', 0, 'most cameras batched in one inference step, served '
+          'round-robin (0: every camera with a new frame)', low=0, high=64),
     Param('box_source', 'seg', 'pose person boxes: from the seg mask or the full frame',
           choices=('seg', 'full')),
     Param('max_persons', 8, 'most persons per frame', low=1, high=64),
@@ -174,11 +202,11 @@ PARAMS: tuple[Param, ...] = (
     Param('track_max_age', 1.0, 'a track unseen this long (s) is dropped', low=0.0,
           high=60.0),
     Param('use_depth', False, 'subscribe depth (16UC1 mm or 32FC1 m, aligned to the colour '
-          'camera): keypoint XYZ from it and a depth-fitted pointmap scale', read_only=True),
+          'camera): keypoint XYZ from it and a depth-fitted pointmap scale', applies='activate'),
     Param('depth_slop', 0.05, 'colour and depth stamps pair when closer than this (s)',
-          read_only=True, low=0.0, high=10.0),
+          applies='activate', low=0.0, high=10.0),
     Param('depth_queue_size', 10, 'messages per input the colour/depth pairing keeps',
-          read_only=True, low=1, high=1000),
+          applies='activate', low=1, high=1000),
     Param('depth_timeout', 1.0, 'no depth for this long (s): colour frames go on without '
           'depth (counted as bad_input.depth_missing); 0: wait for depth', low=0.0,
           high=3600.0),
@@ -233,9 +261,40 @@ def validate(name: str, value: Any, loaded_tasks: tuple[str, ...] = ()) -> str |
         return f'{name} must be in [{spec.low}, {spec.high}], got {value!r}'
     if name == 'box_source' and value == 'seg' and loaded_tasks and 'seg' not in loaded_tasks:
         return 'box_source=seg needs the seg head; load seg or use box_source=full'
-    if name == 'force_outputs':
-        try:
+    try:
+        if name == 'force_outputs':
             parse_outputs(value)
-        except ValueError as exc:
-            return str(exc)
+        elif name == 'input_size':
+            parse_size(value)
+        elif name == 'input_sizes':
+            parse_task_sizes(value, PERCEPTION_TASKS)
+        elif name == 'cameras':
+            parse_cameras(value)
+    except (ValueError, SapiensError) as exc:
+        return str(exc)
     return None
+
+
+_CAMERA = re.compile(r'^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*$')
+_RESERVED = {'rates', 'models', 'image', 'depth', 'camera_info', 'pose', 'seg', 'normal',
+             'pointmap', 'people'}
+
+
+def parse_cameras(text: str | list) -> tuple[str, ...]:
+    """Parse ``cameras`` (``'front,rear'``); raise ValueError naming a bad or repeated name."""
+    items = text if isinstance(text, (list, tuple)) else str(text).split(',')
+    names = tuple(c.strip().strip('/') for c in items if str(c).strip().strip('/'))
+    for name in names:
+        if not _CAMERA.match(name) or name.split('/')[0] in _RESERVED:
+            raise ValueError(f'camera name {name!r} must be a relative ROS name (letters, '
+                             f'digits, _ and /, starting with a letter) other than '
+                             f'{", ".join(sorted(_RESERVED))}')
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f'cameras lists {", ".join(repeated)} more than once')
+    return names
+
+
+def camera_rate_param(camera: str, task: str) -> str:
+    """Name of one camera's rate parameter for ``task`` (``front.rates.seg``)."""
+    return f"{camera.replace('/', '.')}.rates.{task}"

@@ -15,48 +15,47 @@
 """
 Sapiens2 perception as an rclpy lifecycle node: camera frames in, the topic contract out.
 
-configure loads the models and creates the publishers, activate subscribes and starts the worker,
-deactivate/cleanup stop it and free the memory. The subscription callback only stores the newest
-frame; one worker thread runs inference on it, so a fast camera never builds a backlog. A second
-thread builds and publishes the messages of the previous frame meanwhile (at most one waits).
+One node serves any number of cameras (``cameras`` parameter) with one set of models: each
+camera keeps its own topics, pairing, people and counters (:mod:`.camera`), and one inference
+step batches the newest frame of every camera through each head (:mod:`.worker`, on the core's
+:class:`~sapiens_ros.core.scheduler.Scheduler`). This module is the wiring: lifecycle,
+parameters and diagnostics. configure loads the models and creates the publishers, activate
+subscribes and starts the threads, deactivate/cleanup stop them and free the memory. The model
+parameters can change while the node is unconfigured; configure re-reads them.
 Valid on Humble's rclpy (no ``with rclpy.init()``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import gc
-import math
-import queue
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 import rclpy.logging
 from rclpy.parameter import Parameter
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_default,
                        QoSProfile, ReliabilityPolicy)
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image
-from std_msgs.msg import String
 
-from .depth_input import DepthPairer, ThreadLogForwarder
-from .messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
-                       MessageOptions, OUTPUT_TASK, render_request, stamp_seconds, TASK_OUTPUTS,
-                       task_outputs, TOPIC_TYPES)
-from .node_params import PARAM_BY_NAME, PARAMS, parse_outputs, validate
-from .runtime import LatestSlot, NodeStats, Throttle
+from .camera import CameraChannel
+from .depth_input import ThreadLogForwarder
+from .diagnostics import BatchStats, statuses
+from .messages import MessageOptions, TASK_OUTPUTS
+from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras,
+                          parse_outputs, validate)
+from .runtime import FrameSlots
 from .spin import run_node, STOP_TIMEOUT_S
+from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
-from ..core.depth import decode_depth
-from ..core.errors import FrameError, SapiensError
-from ..core.image_codec import decode_message
-from ..core.intrinsics import Intrinsics
-from ..core.people import People, PeopleConfig, PeopleState
+from ..core.errors import SapiensError
+from ..core.input_size import format_size, parse_size, parse_task_sizes
+from ..core.people import PeopleConfig
 from ..core.pipeline import Pipeline, PipelineConfig
-from ..core.registry import parse_tasks
+from ..core.registry import parse_tasks, PERCEPTION_TASKS
+from ..core.scheduler import Camera, Scheduler
 
 #: Message options the node forwards from its parameters (parameter: option).
 _MESSAGE_OPTIONS = {'score_threshold': 'score_threshold', 'overlay_alpha': 'overlay_alpha',
@@ -70,10 +69,8 @@ _PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
 
 def build_pipeline(tasks: tuple[str, ...], params: dict, progress: bool = False) -> Pipeline:
     """Load (or, with ``random_weights``, build tiny random) models per the node parameters."""
-    input_size = tuple(int(v) for v in params['input_size'])
-    if len(input_size) != 2:
-        raise SapiensError(f'input_size must be [height, width], got {list(input_size)}')
-    config = PipelineConfig(input_size=input_size,
+    config = PipelineConfig(input_size=parse_size(params['input_size']),
+                            input_sizes=parse_task_sizes(params['input_sizes'], tasks),
                             **{k: params[k] for k in _PIPELINE_PARAMS})
     if params['cpu_threads'] > 0:
         import torch
@@ -104,55 +101,34 @@ def configure_error(exc: BaseException) -> str:
     return f'{text} (unexpected: please report it with this log)'
 
 
-@dataclasses.dataclass
-class _Job:
-    """One inferred frame on its way to the publish stage."""
-
-    header: object
-    result: object
-    frame: object
-    options: MessageOptions
-    tasks: tuple
-    people: People | None = None
-
-
-def _stamp_ns(stamp) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
-
 class PerceptionNode(LifecycleNode):
-    """Lifecycle node running the Sapiens2 heads on the newest camera frame."""
+    """Lifecycle node running the Sapiens2 heads on the newest frame of each of its cameras."""
 
     def __init__(self, node_name: str = 'perception_node', **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         for spec in PARAMS:
             self.declare_parameter(spec.name, spec.default, spec.descriptor())
+        self.max_pixels_limit = int(self._param('max_pixels'))  # the start value bounds it
         self.pipeline: Pipeline | None = None
+        self.scheduler: Scheduler | None = None
         self.tasks: tuple[str, ...] = ()
-        self.stats = NodeStats()
-        self._slot = LatestSlot()
-        self._throttle = Throttle(2.0)
-        self._lock = threading.Lock()  # guards the pipeline config and the message options
-        self._pubs: dict = {}
-        self._info_pubs: dict = {}
-        self._subs: list = []
-        self._camera_info: CameraInfo | None = None
-        self._worker: threading.Thread | None = None
-        self._publisher: threading.Thread | None = None
-        self._jobs: queue.Queue = queue.Queue(maxsize=1)
-        self._infer_busy = self._publish_busy = False
-        self._running = threading.Event()
+        self.cameras: dict[str, CameraChannel] = {}
+        self.slots = FrameSlots()
+        self.batches = BatchStats()
+        self.loads = 0  # times configure loaded the models
+        self.worker: StepWorker | None = None
+        self._lock = threading.Lock()  # guards the pipeline config, options and rates
         self._input_group = MutuallyExclusiveCallbackGroup()
         self._options = MessageOptions()
         self._forced: set[str] = set()
-        self._pending: dict = {}  # runtime pipeline settings, applied between frames
+        self._pending: dict = {}  # runtime pipeline settings, applied between steps
+        self._rates_changed = True
         self.not_configured_reason = 'not configured yet'
-        self._camera_info_time = 0.0
-        self.people: PeopleState | None = None  # one per camera, created with the pipeline
         self._people_config = PeopleConfig()
-        self._pairer: DepthPairer | None = None
-        self._depth_time = 0.0  # monotonic time of the last depth message
-        self._log_forwarder = ThreadLogForwarder(self.get_logger(), lambda: self._worker)
+        self._log_forwarder = ThreadLogForwarder(
+            self.get_logger(), lambda: self.worker.threads[0] if self.worker and
+            self.worker.threads else None)
+        self._declare_camera_rates(self._camera_names())
         self._apply_runtime({p.name: self._param(p.name) for p in PARAMS})
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
@@ -172,6 +148,48 @@ class PerceptionNode(LifecycleNode):
         finally:
             self.autostarted.set()
 
+    # ----------------------------------------------------------------- cameras
+    @property
+    def camera(self) -> CameraChannel:
+        """The first camera (the only one of a single-camera node)."""
+        return next(iter(self.cameras.values()))
+
+    @property
+    def stats(self):
+        """Counters of the first camera (the only one of a single-camera node)."""
+        return self.camera.stats
+
+    @property
+    def people(self):
+        """Tracked people of the first camera (None without tracking or models)."""
+        return self.camera.camera.people if self.cameras else None
+
+    def _camera_names(self) -> tuple[str, ...]:
+        try:
+            return parse_cameras(self._param('cameras')) or ('',)
+        except ValueError:
+            return ('',)  # configure reports it
+
+    def _declare_camera_rates(self, names: tuple[str, ...]) -> None:
+        """Declare ``<camera>.rates.<task>`` (-1: the node's ``rates.<task>``) per camera."""
+        for name in names:
+            for task in PERCEPTION_TASKS:
+                param = camera_rate_param(name, task) if name else None
+                if param and not self.has_parameter(param):
+                    self.declare_parameter(param, -1.0, ParameterDescriptor(
+                        name=param, dynamic_typing=True, description=f'most {task} runs per '
+                        f'second on camera {name} (0: every frame; -1: rates.{task})'))
+
+    def _camera_rates(self, name: str) -> dict[str, float]:
+        rates = {}
+        for task in PERCEPTION_TASKS:
+            rate = float(self._param(f'rates.{task}'))
+            if name:
+                own = float(self.get_parameter(camera_rate_param(name, task)).value)
+                rate = own if own >= 0 else rate
+            rates[task] = rate
+        return rates
+
     # ----------------------------------------------------------------- parameters
     def _param(self, name: str):
         return PARAM_BY_NAME[name].coerce(self.get_parameter(name).value)
@@ -180,8 +198,26 @@ class PerceptionNode(LifecycleNode):
         return {p.name: self._param(p.name) for p in PARAMS}
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        active = self.worker is not None and self.worker.running
         for p in params:
+            spec = PARAM_BY_NAME.get(p.name)
             reason = validate(p.name, p.value, self.tasks)
+            if spec is not None and not reason:
+                if spec.applies == 'configure' and self.pipeline is not None:
+                    reason = (f'{p.name} applies at configure: deactivate and clean up the node '
+                              f'first (ros2 lifecycle set {self.get_fully_qualified_name()} '
+                              f'cleanup), then configure')
+                elif spec.applies == 'activate' and active:
+                    reason = f'{p.name} applies at activate: deactivate the node first'
+                elif p.name == 'max_pixels' and p.value > self.max_pixels_limit:
+                    reason = (f'max_pixels can be lowered at run time, not raised above its '
+                              f'start value {self.max_pixels_limit} (restart the node with a '
+                              f'larger value)')
+            elif spec is None and '.rates.' in p.name:
+                value = p.value
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                        not (value == -1 or 0 <= value <= 1000):
+                    reason = f'{p.name} must be -1 (the node\'s rate) or 0-1000 Hz, got {value!r}'
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
         self._apply_runtime({p.name: PARAM_BY_NAME[p.name].coerce(p.value) if p.name in
@@ -196,6 +232,8 @@ class PerceptionNode(LifecycleNode):
             self._apply_people(values)
             if 'force_outputs' in values:
                 self._forced = parse_outputs(values['force_outputs'])
+            if any('rates.' in name for name in values):
+                self._rates_changed = True
             self._pending.update({k: v for k, v in values.items() if k in _PIPELINE_PARAMS})
 
     def _apply_people(self, values: dict) -> None:
@@ -218,15 +256,30 @@ class PerceptionNode(LifecycleNode):
             cfg.xyz_filter.beta = values['one_euro_beta_xyz']
 
     def pipeline_settings(self) -> dict:
-        """Return the runtime pipeline settings the next frame runs with."""
+        """Return the runtime pipeline settings the next step runs with."""
         with self._lock:
             current = {n: getattr(self.pipeline.config, n) for n in _PIPELINE_PARAMS} \
                 if self.pipeline is not None else {}
             return {**current, **self._pending}
 
+    def step_settings(self) -> StepSettings:
+        """Apply the runtime changes made since the last step; return what the next one uses."""
+        with self._lock:  # short: changes land between steps, never wait for one
+            for name, value in self._pending.items():
+                setattr(self.pipeline.config, name, value)
+                if name == 'foreground_only':
+                    self.scheduler.foreground_only = value
+            self._pending.clear()
+            if self._rates_changed:
+                for name, channel in self.cameras.items():
+                    channel.camera.budget.set_rates(self._camera_rates(name))
+                self._rates_changed = False
+            return StepSettings(MessageOptions(**vars(self._options)), set(self._forced),
+                                self._param('max_cameras_per_step'))
+
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Load the models and create the publishers."""
+        """Read the parameters, load the models once for every camera, create the publishers."""
         try:
             problems = [r for r in (validate(p.name, self.get_parameter(p.name).value)
                                     for p in PARAMS) if r]
@@ -237,41 +290,46 @@ class PerceptionNode(LifecycleNode):
             if unknown:
                 raise SapiensError(f'the node runs pose, seg, normal and pointmap; '
                                    f'not {unknown}')
+            names = parse_cameras(self._param('cameras')) or ('',)
+            self._declare_camera_rates(names)
             t0 = time.perf_counter()
             self.get_logger().info(f'loading {", ".join(self.tasks)} '
                                    f'(backend {self._param("backend")})...')
             self.pipeline = build_pipeline(self.tasks, self._params(), progress=True)
+            self.loads += 1
             self._people_config.device = str(self.pipeline.device)
-            self.people = PeopleState(self._people_config)
+            self.scheduler = Scheduler(self.pipeline, foreground_only=self._param(
+                'foreground_only'), on_batch=self.batches)
+            track = 'pose' in self.pipeline.tasks
+            self.cameras = {name: CameraChannel(
+                self, name, Camera(name, self._camera_rates(name), self._people_config, track),
+                self.slots, self._param) for name in names}
+            self._rates_changed = False
             self._log_forwarder.attach()
+            sizes = ', '.join(f'{t} {format_size(self.pipeline.config.size_of(t))}'
+                              for t in self.pipeline.tasks)
+            served = f' for cameras {", ".join(names)}' if names != ('',) else ''
             self.get_logger().info(
                 f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
-                f'{self.pipeline.device} ({self._model_ids()})')
+                f'{self.pipeline.device}{served} ({self._model_ids()}; inputs {sizes})')
         except Exception as exc:  # noqa: BLE001 - rclpy would swallow it: say why, fail
-            self.pipeline = None
+            self.pipeline = self.scheduler = None
+            self.cameras = {}
             self.not_configured_reason = configure_error(exc)
             self.get_logger().error(f'configure failed: {self.not_configured_reason}')
             return TransitionCallbackReturn.FAILURE
         self.not_configured_reason = ''
-        depth = self._param('output_depth')
-        out_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+        out_qos = QoSProfile(depth=self._param('output_depth'),
+                             reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST)
         info_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                               durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        compressed = {raw: c for c, raw in COMPRESSED_OUTPUTS.items()}
-        for suffix in task_outputs(self.tasks):
-            for name in (suffix, compressed.get(suffix)):
-                if name is not None:  # <topic>/compressed only encoded when subscribed
-                    self._pubs[name] = self.create_lifecycle_publisher(
-                        TOPIC_TYPES[name], name, out_qos)
-        for task in self.tasks:
-            if task in INFO_TOPICS:
-                self._info_pubs[INFO_TOPICS[task]] = self.create_lifecycle_publisher(
-                    String, INFO_TOPICS[task], info_qos)
+        for channel in self.cameras.values():
+            channel.create_publishers(self.tasks, out_qos, info_qos)
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Subscribe to the camera and start the worker."""
+        """Subscribe to every camera and start the worker threads."""
         try:
             return self._activate(state)
         except Exception as exc:  # noqa: BLE001 - rclpy would swallow it: say why, fail
@@ -282,72 +340,44 @@ class PerceptionNode(LifecycleNode):
 
     def _activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = super().on_activate(state)
-        for suffix, msg in info_messages(self.tasks).items():
-            self._info_pubs[suffix].publish(msg)
         reliability = (ReliabilityPolicy.RELIABLE if self._param('input_reliability') ==
                        'reliable' else ReliabilityPolicy.BEST_EFFORT)
         in_qos = QoSProfile(depth=self._param('input_depth'), reliability=reliability,
                             history=HistoryPolicy.KEEP_LAST)
-        if self._param('compressed'):
-            self._subs.append(self.create_subscription(
-                CompressedImage, 'image/compressed', self._on_image, in_qos,
-                callback_group=self._input_group))
-        else:
-            self._subs.append(self.create_subscription(
-                Image, 'image', self._on_image, in_qos, callback_group=self._input_group))
-        self._subs.append(self.create_subscription(
-            CameraInfo, 'camera_info', self._on_camera_info, in_qos,
-            callback_group=self._input_group))
-        if self._param('use_depth'):
-            self._pairer = DepthPairer(self._param('depth_slop'), self._param('depth_queue_size'),
-                                       self._on_pair)
-            self._depth_time = time.monotonic()  # depth_timeout counts from now
-            self._subs.append(self.create_subscription(
-                Image, 'depth', self._on_depth, in_qos, callback_group=self._input_group))
-        self._running.set()
-        self._worker = threading.Thread(target=self._work, name='sapiens_infer', daemon=True)
-        self._publisher = threading.Thread(target=self._publish_loop, name='sapiens_publish',
-                                           daemon=True)
-        self._worker.start()
-        self._publisher.start()
-        depth = f' and {self._subs[-1].topic_name} (pairing: {self._pairer.backend})' \
-            if self._pairer is not None else ''
-        self.get_logger().info(f'active: listening on {self._subs[0].topic_name}{depth}')
+        for channel in self.cameras.values():
+            channel.publish_info(self.tasks)
+            channel.subscribe(in_qos, self._input_group)
+        self.worker = StepWorker(self, self.scheduler, self.cameras, self.slots,
+                                 self.step_settings)
+        self.worker.start()
+        self.get_logger().info('active: listening on ' + ', '.join(
+            c.describe_input() for c in self.cameras.values()))
         return result
 
     def _stop(self, timeout: float | None = None) -> bool:
         """
-        Stop the worker threads; return False if one is still busy after ``timeout`` seconds.
+        Stop taking frames and stop the worker threads; False when a step was abandoned.
 
-        A CPU inference cannot be interrupted: past the deadline its thread (a daemon) is
-        abandoned and its result, when it comes, is dropped and counted (``frames_abandoned``).
+        ``timeout`` None (deactivate) waits for a step in flight; otherwise (shutdown) a step
+        still in inference is abandoned at once and its results are dropped and counted
+        (``frames_abandoned``).
         """
-        self._running.clear()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        for channel in self.cameras.values():
+            channel.unsubscribe()
         stopped = True
-        for thread in (self._worker, self._publisher):
-            if thread is None:
-                continue
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                stopped = False
+        if self.worker is not None:
+            stopped = self.worker.stop(timeout)
+            if not stopped:
                 # not the node's logger: rosout is gone once a signal shut the context down
                 rclpy.logging.get_logger('sapiens_ros.shutdown').warning(
-                    f'{self.get_name()}: {thread.name} still busy after {timeout:.1f} s: '
-                    'abandoning its frame')
-        self._worker = self._publisher = None
-        for sub in self._subs:
-            self.destroy_subscription(sub)
-        self._subs.clear()
-        self._slot.clear()
-        while not self._jobs.empty():  # a result queued as the threads stopped is stale now
-            self._jobs.get_nowait()
-            self.stats.abandoned += 1
+                    f'{self.get_name()}: abandoning the inference step in flight')
+        self.slots.clear()
         return stopped
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Unsubscribe, stop the worker and release cached device memory."""
         self._stop()
+        self.worker = None
         _free_device_memory(self.pipeline)
         return super().on_deactivate(state)
 
@@ -358,220 +388,33 @@ class PerceptionNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop everything from any state."""
-        self._stop()
+        self._stop(STOP_TIMEOUT_S)
         self._release()
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Recover to unconfigured after an error in a transition."""
-        self._stop()
+        self._stop(STOP_TIMEOUT_S)
         self._release()
         return TransitionCallbackReturn.SUCCESS
 
     def _release(self) -> None:
-        destroy = getattr(self, 'destroy_lifecycle_publisher', self.destroy_publisher)
-        for pub in list(self._pubs.values()) + list(self._info_pubs.values()):
-            destroy(pub)
-        self._pubs.clear()
-        self._info_pubs.clear()
+        for channel in self.cameras.values():
+            channel.destroy_publishers()
         device = self.pipeline.device if self.pipeline is not None else None
-        self.pipeline = None
-        self.people = None
-        self._pairer = None
+        self.pipeline = self.scheduler = None
         self._log_forwarder.detach()
         gc.collect()
         _free_device_memory(None, device)
 
     def shutdown_worker(self, timeout: float | None = None) -> bool:
-        """Stop the worker threads within ``timeout`` seconds (before destroying the node)."""
+        """Stop taking frames and publishing within ``timeout`` s (before destroying the node)."""
         return self._stop(timeout)
-
-    # ----------------------------------------------------------------- input
-    def _on_image(self, msg) -> None:
-        self.stats.on_received()
-        if self._pairer is None:
-            self._slot.put((msg, time.monotonic(), None))
-            return
-        timeout = self._param('depth_timeout')
-        silent = time.monotonic() - self._depth_time
-        if timeout > 0 and silent > timeout:  # no depth stream: colour goes on without it
-            self._bad('depth_missing', f'no depth message for {silent:.1f} s on '
-                      f'{self._subs[-1].topic_name}', 'frame processed without depth')
-            self._slot.put((msg, time.monotonic(), None))
-            return
-        self._pairer.add_image(msg)
-
-    def _on_depth(self, msg: Image) -> None:
-        self._depth_time = time.monotonic()
-        if self._pairer is not None:
-            self._pairer.add_depth(msg)
-
-    def _on_pair(self, msg, depth: Image) -> None:
-        """Put a colour frame and its matched depth image into the newest-frame slot."""
-        self._slot.put((msg, time.monotonic(), depth))
-
-    def _on_camera_info(self, msg: CameraInfo) -> None:
-        self._camera_info = msg
-        self._camera_info_time = time.monotonic()
-
-    def _bad(self, kind: str, text: str, consequence: str = 'frame skipped') -> None:
-        """Count a bad input of ``kind`` and log it, throttled per kind."""
-        self.stats.on_bad(kind, text)
-        suppressed = self._throttle.check(kind)
-        if suppressed is not None:
-            more = f' ({suppressed} more since the last report)' if suppressed else ''
-            self.get_logger().error(f'bad input ({kind}): {text}; {consequence}{more}')
-
-    def _decode(self, msg):
-        fmt = self._param('compressed_format')
-        return decode_message(msg, self._param('max_pixels'), None if fmt == 'any' else fmt)
-
-    def _camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
-        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
-        info = self._camera_info
-        if info is None:
-            raise FrameError(f'{why} but no camera_info received yet')
-        age = time.monotonic() - self._camera_info_time
-        timeout = self._param('camera_info_timeout')
-        if timeout > 0 and age > timeout:
-            raise FrameError(f'the last camera_info is {age:.1f} s old (camera_info_timeout '
-                             f'{timeout:g} s): is the camera driver still publishing it?')
-        Intrinsics.from_k(info.k, (info.height, info.width), size)
-        return [float(v) for v in info.k]
-
-    def _depth_input(self, depth: Image | None, size: tuple[int, int]) -> dict:
-        """Keyword arguments of ``PeopleState.update`` for a paired depth image; {} when bad."""
-        if depth is None:
-            return {}
-        consequence = 'frame processed without depth'
-        try:
-            k = self._camera_k(size, 'use_depth')
-        except FrameError as exc:
-            self._bad('camera_info', str(exc), consequence)
-            return {}
-        try:
-            array = decode_depth(depth.encoding, depth.height, depth.width, depth.step,
-                                 depth.data, bool(depth.is_bigendian))
-        except FrameError as exc:
-            kind = 'depth_encoding' if 'encoding' in str(exc) else 'depth'
-            self._bad(kind, str(exc), consequence)
-            return {}
-        return {'depth': array, 'K': k, 'depth_encoding': depth.encoding}
-
-    # ----------------------------------------------------------------- worker
-    def wanted_outputs(self) -> set[str]:
-        """Return the outputs with a subscriber, plus the forced ones."""
-        if self._param('publish_all'):
-            return set(self._pubs)
-        subscribed = {s for s, pub in self._pubs.items() if pub.get_subscription_count() > 0}
-        return subscribed | (self._forced & set(self._pubs))
-
-    def _work(self) -> None:
-        """Inference stage: newest frame in, one finished result handed to the publish stage."""
-        while self._running.is_set():
-            item = self._slot.take(0.1)
-            if item is None:
-                continue
-            self._infer_busy = True
-            try:
-                job = self.infer(item[0], item[2])
-                while job is not None and self._running.is_set():
-                    try:  # at most one result waits: no backlog, build overlaps inference
-                        self._jobs.put(job, timeout=0.1)
-                        job = None
-                    except queue.Full:
-                        continue
-                if job is not None:  # stopped while this frame was in flight
-                    self.stats.abandoned += 1
-            except Exception as exc:  # noqa: BLE001 - the worker must survive any frame
-                self._bad('internal', f'{type(exc).__name__}: {exc}')
-            finally:
-                self._infer_busy = False
-
-    def _publish_loop(self) -> None:
-        """Publish stage: build and publish the messages of one result at a time."""
-        while self._running.is_set():
-            try:
-                job = self._jobs.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            self._publish_busy = True
-            try:
-                self.publish(job)
-            except Exception as exc:  # noqa: BLE001 - the publisher must survive any frame
-                self._bad('internal', f'{type(exc).__name__}: {exc}')
-            finally:
-                self._publish_busy = False
 
     @property
     def busy(self) -> bool:
         """Tell whether a frame is being processed or its messages are being published."""
-        return self._infer_busy or self._publish_busy or not self._jobs.empty()
-
-    def infer(self, msg, depth: Image | None = None) -> _Job | None:
-        """Decode ``msg`` and run the tasks whose outputs are wanted; None when skipped/bad."""
-        outputs = self.wanted_outputs()
-        tasks = tuple(t for t in self.tasks if any(OUTPUT_TASK[s] == t for s in outputs))
-        if not tasks:
-            self.stats.idle_skipped += 1
-            return None
-        if 'people/poses' in outputs and depth is None and 'pointmap' in self.tasks and \
-                'pointmap' not in tasks:
-            tasks += ('pointmap',)  # torso positions need 3D: without depth, the pointmap
-        if 'pointmap' in tasks and 'seg' in self.tasks and 'seg' not in tasks and \
-                self._param('foreground_only'):
-            tasks = ('seg',) + tasks  # the pointmap's foreground mask comes from seg
-        try:
-            frame = self._decode(msg)
-        except FrameError as exc:
-            kind = 'compressed' if isinstance(msg, CompressedImage) else 'image'
-            self._bad(kind, str(exc))
-            return None
-        fx = None
-        if self._param('calibrated') and 'pointmap' in tasks:
-            try:
-                fx = self._camera_k(frame.pixels.shape[:2])[0]
-            except FrameError as exc:  # only the metric scale needs it: the heads still run
-                self._bad('camera_info', str(exc), 'pointmap and 3D keypoints use the '
-                          'predicted scale for this frame')
-        with self._lock:  # short: runtime changes land between frames, never wait for one
-            for name, value in self._pending.items():
-                setattr(self.pipeline.config, name, value)
-            self._pending.clear()
-            options = dataclasses.replace(self._options, outputs=outputs)
-        try:  # overlays, clouds, depth and JPEG/PNG are rendered on the pipeline's device
-            result = self.pipeline(frame.pixels, color_order=frame.color_order, fx=fx,
-                                   tasks=tasks, render=render_request(outputs, options))[0]
-        except SapiensError as exc:
-            self._bad('inference', str(exc))
-            return None
-        problem = result.non_finite()
-        if problem:
-            self._bad('model_nan', f'the model produced non-finite {problem}')
-            return None
-        if 'pose' in tasks and 'seg' not in tasks and result.seg is not None:
-            tasks = ('seg',) + tasks  # the pipeline ran seg for the person boxes
-        people = None
-        if self.people is not None and ('pose' in tasks or depth is not None):
-            stamp = stamp_seconds(msg.header.stamp) or time.monotonic()
-            people = self.people.update(result, stamp,
-                                        **self._depth_input(depth, frame.pixels.shape[:2]))
-        return _Job(msg.header, result, frame, options, tasks, people)
-
-    def publish(self, job: _Job) -> dict:
-        """Build and publish one result's messages; return them."""
-        rendered = render_request(job.options.outputs, job.options).keys()
-        wants_image = any(k.split('.')[0].endswith('overlay') for k in
-                          rendered - set(job.result.rendered))  # not rendered by the pipeline
-        image = job.frame.rgb() if wants_image else None
-        msgs = build_messages(job.header, job.result, job.options, image, job.people)
-        for suffix, out in msgs.items():
-            self._pubs[suffix].publish(out)
-        latency = None
-        if _stamp_ns(job.header.stamp) > 0:
-            latency = (self.get_clock().now().nanoseconds - _stamp_ns(job.header.stamp)) / 1e6
-        self.stats.on_processed(latency, job.result.timings, job.tasks)
-        return msgs
+        return self.worker is not None and self.worker.busy
 
     # ----------------------------------------------------------------- diagnostics
     def _model_ids(self) -> str:
@@ -579,74 +422,53 @@ class PerceptionNode(LifecycleNode):
             return ''
         return ', '.join(f'{t}={r.model_id}' for t, r in self.pipeline.runners.items())
 
-    def _health(self, snap: dict, state: str) -> tuple[bytes, str]:
-        """Diagnostics level and message: why the node is not working, or how well it is."""
-        warn_ms = self._param('latency_warn_ms')
-        if self.pipeline is None:
-            failed = self.not_configured_reason not in ('', 'not configured yet')
-            return (DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN,
-                    f'not configured: {self.not_configured_reason}')
-        if snap['failed_rate_hz'] > 0:
-            every = snap['processed_rate_hz'] == 0
-            return (DiagnosticStatus.ERROR if every else DiagnosticStatus.WARN,
-                    f"{'every frame failed' if every else 'frames failing'} "
-                    f"({snap['failed_rate_hz']:.2f}/s): {snap['last_error']}")
-        if math.isfinite(snap['latency_p95_ms']) and snap['latency_p95_ms'] > warn_ms:
-            return (DiagnosticStatus.WARN,
-                    f"latency p95 {snap['latency_p95_ms']:.0f} ms over {warn_ms:.0f} ms")
-        return DiagnosticStatus.OK, state
-
-    def publish_diagnostics(self) -> DiagnosticArray:
-        """Publish (and return) the node's DiagnosticArray on /diagnostics."""
-        snap = self.stats.snapshot(self._slot.dropped)
-        warn_ms = self._param('latency_warn_ms')
-        status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: sapiens perception',
-                                  hardware_id=str(self._param('device')))
-        state = 'active' if self._running.is_set() else \
-            ('configured' if self.pipeline is not None else 'unconfigured')
-        status.level, status.message = self._health(snap, state)
+    def _shared_values(self) -> dict:
         values = {
-            'state': state,
-            'input_rate_hz': f"{snap['input_rate_hz']:.2f}",
-            'processed_rate_hz': f"{snap['processed_rate_hz']:.2f}",
-            'dropped_rate_hz': f"{snap['dropped_rate_hz']:.2f}",
-            'frames_received': snap['received'], 'frames_processed': snap['processed'],
-            'frames_dropped': snap['dropped'], 'frames_idle_skipped': snap['idle_skipped'],
-            'frames_abandoned': snap['abandoned'],
-            'latency_p50_ms': f"{snap['latency_p50_ms']:.1f}",
-            'latency_p95_ms': f"{snap['latency_p95_ms']:.1f}",
-            'latency_warn_ms': warn_ms,
             'backend': self._param('backend'), 'dtype': self._param('dtype'),
             'device': str(self.pipeline.device) if self.pipeline else self._param('device'),
-            'tasks_loaded': ','.join(self.tasks), 'tasks_run': ','.join(snap['tasks_run']),
-            'bad_inputs_total': sum(snap['bad_inputs'].values()),
-            'failed_rate_hz': f"{snap['failed_rate_hz']:.2f}",
-            'last_error': snap['last_error'],
+            'tasks_loaded': ','.join(self.tasks), 'models_loaded': self.loads,
+            'cameras': ','.join(n or '(node namespace)' for n in self.cameras),
+            'steps': self.scheduler.steps if self.scheduler else 0,
             'not_configured_reason': self.not_configured_reason,
         }
         if self.pipeline is not None:
             for t, r in self.pipeline.runners.items():
                 values[f'model.{t}'] = r.model_id
                 values[f'runner.{t}'] = getattr(r, 'name', type(r).__name__)
-        values.update(self._people_diagnostics())
-        values.update({f'stage.{k}_ms': f'{v:.1f}' for k, v in snap['stage_ms'].items()})
-        values.update({f'bad_input.{k}': v for k, v in snap['bad_inputs'].items()})
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray(status=[status])
+                values[f'input_size.{t}'] = format_size(self.pipeline.config.size_of(t))
+            values.update(_device_memory(self.pipeline.device))
+        values.update(self.batches.values())
+        return values
+
+    def publish_diagnostics(self) -> DiagnosticArray:
+        """Publish (and return) the node's DiagnosticArray on /diagnostics."""
+        warn_ms = self._param('latency_warn_ms')
+        state = 'active' if self.worker is not None and self.worker.running else \
+            ('configured' if self.pipeline is not None else 'unconfigured')
+        if self.pipeline is None:
+            failed = self.not_configured_reason not in ('', 'not configured yet')
+            shared_level = (DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN,
+                            f'not configured: {self.not_configured_reason}')
+        else:
+            shared_level = (DiagnosticStatus.OK, state)
+        channels = list(self.cameras.values())
+        snaps = [c.stats.snapshot(self.slots.dropped[c.name]) for c in channels]
+        msg = DiagnosticArray(status=statuses(
+            self.get_fully_qualified_name(), str(self._param('device')), self._shared_values(),
+            shared_level, channels, snaps, warn_ms, state))
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(msg)
         return msg
 
-    def _people_diagnostics(self) -> dict:
-        """Tracks, resets, the depth-fitted pointmap scale and the colour/depth pairing."""
-        people, out = self.people, {}
-        if people is not None:
-            for key, value in people.diagnostics().items():
-                out[f'people.{key}'] = '' if value is None else \
-                    (f'{value:.4f}' if isinstance(value, float) else value)
-        if self._pairer is not None:
-            out.update(self._pairer.counters())
-        return out
+
+def _device_memory(device) -> dict:
+    """GPU memory the models and activations hold (CUDA only)."""
+    if getattr(device, 'type', '') != 'cuda':
+        return {}
+    import torch
+
+    return {'gpu_memory_allocated_mb': f'{torch.cuda.memory_allocated(device) / 2**20:.0f}',
+            'gpu_memory_reserved_mb': f'{torch.cuda.memory_reserved(device) / 2**20:.0f}'}
 
 
 def _free_device_memory(pipeline, device=None) -> None:

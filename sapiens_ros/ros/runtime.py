@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""ROS-free building blocks of the node: the latest-frame slot, rate/latency stats, throttling."""
+"""ROS-free building blocks of the node: newest-frame slots, rate/latency stats, throttling."""
 
 from __future__ import annotations
 
@@ -24,34 +24,47 @@ from typing import Any
 import numpy as np
 
 
-class LatestSlot:
-    """Holds only the newest item; ``put`` over an untaken item counts one dropped frame."""
+class FrameSlots:
+    """
+    The newest frame of each camera, under one condition the inference worker waits on.
+
+    ``put`` over a frame the worker has not taken replaces it and counts one drop for that
+    camera only. ``take`` returns the newest frame of every camera that has one; with a
+    ``limit`` it serves the cameras round-robin, so under overload each gets its share of steps.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._item: Any = None
-        self.dropped = 0
+        self._items: dict[str, Any] = {}
+        self._order: list[str] = []  # round-robin order of the cameras seen so far
+        self.dropped: Counter = Counter()
 
-    def put(self, item: Any) -> None:
-        """Store ``item``, replacing (and counting) any frame the worker has not taken yet."""
+    def put(self, key: str, item: Any) -> None:
+        """Store ``item`` as ``key``'s newest frame, replacing (and counting) an untaken one."""
         with self._cond:
-            if self._item is not None:
-                self.dropped += 1
-            self._item = item
+            if key in self._items:
+                self.dropped[key] += 1
+            elif key not in self._order:
+                self._order.append(key)
+            self._items[key] = item
             self._cond.notify()
 
-    def take(self, timeout: float = 0.1) -> Any:
-        """Return the newest item and empty the slot, or None after ``timeout`` seconds."""
+    def take(self, timeout: float = 0.1, limit: int = 0) -> list[tuple[str, Any]]:
+        """Return ``[(key, item)]`` of the waiting frames (at most ``limit``), or [] on timeout."""
         with self._cond:
-            if self._item is None:
+            if not self._items:
                 self._cond.wait(timeout)
-            item, self._item = self._item, None
-            return item
+            keys = [k for k in self._order if k in self._items]
+            if limit > 0:
+                keys = keys[:limit]
+            if keys and limit > 0:  # the cameras served now go to the back of the queue
+                self._order = [k for k in self._order if k not in keys] + keys
+            return [(k, self._items.pop(k)) for k in keys]
 
     def clear(self) -> None:
-        """Forget a pending item (not counted as dropped)."""
+        """Forget every pending frame (not counted as dropped)."""
         with self._cond:
-            self._item = None
+            self._items.clear()
 
 
 class Throttle:

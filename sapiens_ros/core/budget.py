@@ -1,0 +1,73 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""Per-task rate budgets: run a head at most ``rate`` times a second, on average exactly that."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+import math
+
+
+class RateBudget:
+    """
+    When each task may run next, for one camera.
+
+    A rate of 0 (or none) means every frame. Otherwise a task is due once a frame's stamp reaches
+    its next due time, which then advances by one period from the due time (not from the frame),
+    so the long-run rate is exactly ``rate`` whatever the frame timing. A task idle for over a
+    period restarts its schedule (no burst to catch up), and a stamp that goes back (a bag loop)
+    restarts every schedule.
+    """
+
+    def __init__(self, rates: Mapping[str, float] | None = None) -> None:
+        self.rates: dict[str, float] = {}
+        self._next: dict[str, float] = {}
+        self._last_stamp = -math.inf
+        self.set_rates(rates or {})
+
+    def set_rates(self, rates: Mapping[str, float]) -> None:
+        """Replace the rates (Hz; 0: every frame); schedules of changed tasks restart."""
+        for task, rate in rates.items():
+            rate = float(rate)
+            if not math.isfinite(rate) or rate < 0:
+                raise ValueError(f'rate of {task} must be >= 0 Hz (0: every frame), got {rate}')
+            if self.rates.get(task, 0.0) != rate:
+                self._next.pop(task, None)
+            self.rates[task] = rate
+
+    def period(self, task: str) -> float:
+        """Seconds between runs of ``task`` (0: every frame)."""
+        rate = self.rates.get(task, 0.0)
+        return 1.0 / rate if rate > 0 else 0.0
+
+    def due(self, task: str, stamp: float) -> bool:
+        """Tell whether ``task`` may run on a frame stamped ``stamp`` (seconds)."""
+        if stamp < self._last_stamp - 1e-9:
+            self._next.clear()
+        period = self.period(task)
+        return period == 0.0 or stamp >= self._next.get(task, -math.inf) - 1e-6
+
+    def consume(self, tasks: Iterable[str], stamp: float) -> None:
+        """Record that ``tasks`` ran on the frame stamped ``stamp``."""
+        if stamp < self._last_stamp - 1e-9:
+            self._next.clear()
+        self._last_stamp = stamp
+        for task in tasks:
+            period = self.period(task)
+            if period == 0.0:
+                continue
+            nxt = self._next.get(task, -math.inf)
+            self._next[task] = nxt + period if stamp - nxt <= period else stamp + period

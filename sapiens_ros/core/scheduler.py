@@ -1,0 +1,202 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+Many cameras, one set of models: plan every camera's frame, run each head once per step.
+
+A :class:`Camera` keeps what one camera's frames need across steps: its rate budget and its
+tracked people (whose predicted boxes let pose run between seg frames). :meth:`Scheduler.run`
+takes one step: it plans each frame (:func:`~.plan.plan_tasks`), runs the pipeline once on all
+of them, each head batched over the frames that need it, and updates each camera's people in
+order. The ROS node feeds it the newest frame of every camera; replay feeds it bag frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .boxes import keypoint_boxes
+from .budget import RateBudget
+from .errors import SapiensError
+from .people import People, PeopleConfig, PeopleState
+from .pipeline import FrameResult, Pipeline
+from .plan import plan_tasks, TaskPlan
+from .render import RenderRequest
+
+
+class Camera:
+    """One camera's scheduling state: rates, tracked people, the last step it ran in."""
+
+    def __init__(self, name: str, rates: Mapping[str, float] | None = None,
+                 people: PeopleConfig | None = None, track: bool = True) -> None:
+        self.name = name
+        self.budget = RateBudget(rates)
+        self.people = PeopleState(people) if track else None
+
+    @property
+    def stateless(self) -> bool:
+        """Tell whether a frame's plan ignores earlier frames (every task every frame)."""
+        return not any(self.budget.rates.values())
+
+
+@dataclass
+class FrameRequest:
+    """One camera frame to process and what is wanted of it."""
+
+    camera: Camera
+    pixels: np.ndarray  # uint8 HxWx3 (in color_order) or HxW
+    stamp: float  # seconds: the header stamp (replay: else bag time)
+    wanted: frozenset[str]  # tasks whose outputs someone wants
+    color_order: str = 'rgb'
+    fx: float | None = None  # calibrated focal length (pixels) for a metric pointmap
+    boxes: np.ndarray | None = None  # the caller's person boxes (a detector), xyxy
+    people_3d: bool = False  # tracked people want 3D (pointmap when there is no depth)
+    depth: dict = field(default_factory=dict)  # PeopleState.update keyword arguments
+    render: RenderRequest | None = None
+    context: Any = None  # the caller's (header, message, ...), handed back untouched
+
+
+@dataclass
+class FrameOutcome:
+    """What a step made of one request."""
+
+    request: FrameRequest
+    plan: TaskPlan
+    box_origin: str = ''  # 'seg', 'tracker', 'detections', 'full' or '' (no pose)
+    result: FrameResult | None = None
+    people: People | None = None
+    error: tuple[str, str] | None = None  # (kind, text) of a frame that failed
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Heads that ran on this frame."""
+        return self.plan.run if self.result is not None else ()
+
+
+class Scheduler:
+    """Plans and runs steps of frames from any number of cameras through one pipeline."""
+
+    def __init__(self, pipeline: Pipeline, *, foreground_only: bool = True,
+                 on_batch: Callable[[str, int], None] | None = None) -> None:
+        self.pipeline = pipeline
+        self.foreground_only = foreground_only
+        self.on_batch = on_batch  # (task, frames) once per head per step, for diagnostics
+        self.steps = 0
+
+    def plan(self, request: FrameRequest) -> tuple[TaskPlan, np.ndarray | None, str]:
+        """Plan ``request`` on its camera's budget: ``(plan, boxes, box origin)``."""
+        cam, stamp = request.camera, request.stamp
+        loaded = self.pipeline.tasks
+        box_source = self.pipeline.config.box_source
+
+        def due(task: str) -> bool:
+            return cam.budget.due(task, stamp)
+
+        boxes, origin = request.boxes, 'detections' if request.boxes is not None else ''
+        if boxes is None and 'pose' in request.wanted and box_source == 'seg' and \
+                'seg' in loaded and not due('seg') and cam.people is not None:
+            _, predicted = cam.people.predict_boxes(stamp)
+            if len(predicted):
+                boxes, origin = predicted, 'tracker'
+        plan = plan_tasks(request.wanted, loaded, due=due, box_source=box_source,
+                          given_boxes=boxes is not None, people_3d=request.people_3d,
+                          depth=bool(request.depth), foreground_only=self.foreground_only)
+        if 'pose' not in plan:
+            boxes, origin = None, ''
+        elif not origin:
+            origin = plan.boxes
+        return plan, boxes, origin
+
+    def batchable(self, requests: Sequence[FrameRequest]) -> int:
+        """
+        How many leading ``requests`` one step can take.
+
+        A camera's second frame joins only when its plan cannot depend on the first (every
+        task every frame): otherwise its budget and tracked boxes wait for the first's results.
+        """
+        seen = set()
+        for n, req in enumerate(requests):
+            if id(req.camera) in seen and not req.camera.stateless:
+                return n
+            seen.add(id(req.camera))
+        return len(requests)
+
+    def run(self, requests: Sequence[FrameRequest]) -> list[FrameOutcome]:
+        """
+        Take one step: plan each frame, run the pipeline once, update people in order.
+
+        Frames with nothing to run come back with an empty plan. A step that fails is retried
+        frame by frame, so one camera's bad frame costs no other camera its frame.
+        """
+        if self.batchable(requests) < len(requests):
+            raise SapiensError('a camera appears twice in one step with a rate budget: '
+                               'split the step with Scheduler.batchable')
+        outcomes, boxes = [], []
+        for req in requests:
+            plan, given, origin = self.plan(req)
+            req.camera.budget.consume(plan.run, req.stamp)
+            outcomes.append(FrameOutcome(req, plan, origin))
+            boxes.append(given)
+        todo = [k for k, o in enumerate(outcomes) if o.plan]
+        self._infer([outcomes[k] for k in todo], [boxes[k] for k in todo])
+        for out in outcomes:
+            self._people(out)
+        self.steps += 1
+        return outcomes
+
+    def _infer(self, outcomes: list[FrameOutcome], boxes: list) -> None:
+        if not outcomes:
+            return
+        reqs = [o.request for o in outcomes]
+        try:
+            results = self.pipeline([r.pixels for r in reqs],
+                                    color_order=[r.color_order for r in reqs], boxes=boxes,
+                                    fx=[r.fx for r in reqs], plans=[o.plan for o in outcomes],
+                                    render=[r.render for r in reqs])
+        except SapiensError as exc:
+            if len(outcomes) > 1:
+                for out, box in zip(outcomes, boxes, strict=True):
+                    self._infer([out], [box])
+                return
+            outcomes[0].error = ('inference', str(exc))
+            return
+        if self.on_batch is not None:
+            for task in self.pipeline.tasks:
+                count = sum(task in o.plan for o in outcomes)
+                if count:
+                    self.on_batch(task, count)
+        for out, result in zip(outcomes, results, strict=True):
+            problem = result.non_finite()
+            if problem:
+                out.error = ('model_nan', f'the model produced non-finite {problem}')
+            else:
+                out.result = result
+
+    @staticmethod
+    def _people(out: FrameOutcome) -> None:
+        people, req = out.request.camera.people, out.request
+        if people is None or out.result is None:
+            return
+        pose = out.result.pose
+        if out.box_origin == 'tracker' and pose is not None:
+            # the boxes of where the people are now, not of where they were predicted to be
+            pose.boxes = keypoint_boxes(pose.keypoints, pose.scores, pose.boxes,
+                                        out.result.image_size, people.config.min_score)
+        if 'pose' in out.plan or req.depth:
+            out.people = people.update(out.result, req.stamp, **req.depth)

@@ -1,0 +1,281 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+One camera of the perception node: its topics, input pairing, bad-input counters and stats.
+
+Every camera keeps its own namespace of topics (``<name>/image`` in, ``<name>/pose/keypoints``
+out; no prefix for the node's single unnamed camera), its own ``camera_info``, depth pairing,
+tracked people (through its :class:`~sapiens_ros.core.scheduler.Camera`) and counters. The node
+creates one per camera; the inference worker turns its newest frame into a
+:class:`~sapiens_ros.core.scheduler.FrameRequest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+import time
+
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from std_msgs.msg import String
+
+from .depth_input import DepthPairer
+from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOptions,
+                       OUTPUT_TASK, render_request, stamp_seconds, task_outputs, TOPIC_TYPES)
+from .runtime import FrameSlots, NodeStats, Throttle
+from ..core.depth import decode_depth
+from ..core.errors import FrameError
+from ..core.image_codec import decode_message, Frame
+from ..core.intrinsics import Intrinsics
+from ..core.render import RenderRequest
+from ..core.scheduler import Camera, FrameRequest
+
+
+@dataclasses.dataclass
+class Arrival:
+    """A colour frame in a camera's slot: the message, when it came, its paired depth."""
+
+    msg: object
+    received: float  # time.monotonic()
+    depth: Image | None = None
+
+
+@dataclasses.dataclass
+class Decoded:
+    """A frame taken for a step: what the publish stage needs besides the result."""
+
+    arrival: Arrival
+    frame: Frame
+    options: MessageOptions
+    render: RenderRequest  # what the pipeline renders for the wanted outputs
+
+
+class CameraChannel:
+    """Topics, input and counters of one camera (``name`` '' is the node's own namespace)."""
+
+    def __init__(self, node, name: str, camera: Camera, slots: FrameSlots,
+                 param: Callable[[str], object]) -> None:
+        self.node = node
+        self.name = name
+        self.camera = camera
+        self.slots = slots
+        self.param = param
+        self.stats = NodeStats()
+        self.throttle = Throttle(2.0)
+        self.pubs: dict = {}
+        self.info_pubs: dict = {}
+        self.subs: list = []
+        self.pairer: DepthPairer | None = None
+        self.camera_info: CameraInfo | None = None
+        self.camera_info_time = 0.0
+        self.depth_time = 0.0  # monotonic time of the last depth message
+
+    def topic(self, suffix: str) -> str:
+        """Return this camera's name of ``suffix`` (relative: remappable, in the namespace)."""
+        return f'{self.name}/{suffix}' if self.name else suffix
+
+    @property
+    def label(self) -> str:
+        """Name the camera in log lines."""
+        return f'camera {self.name}: ' if self.name else ''
+
+    # ------------------------------------------------------------------ publishers
+    def create_publishers(self, tasks: tuple[str, ...], out_qos: QoSProfile,
+                          info_qos: QoSProfile) -> None:
+        """Create the output publishers of ``tasks`` (with ``<topic>/compressed`` variants)."""
+        compressed = {raw: c for c, raw in COMPRESSED_OUTPUTS.items()}
+        for suffix in task_outputs(tasks):
+            for name in (suffix, compressed.get(suffix)):
+                if name is not None:  # <topic>/compressed only encoded when subscribed
+                    self.pubs[name] = self.node.create_lifecycle_publisher(
+                        TOPIC_TYPES[name], self.topic(name), out_qos)
+        for task in tasks:
+            if task in INFO_TOPICS:
+                self.info_pubs[INFO_TOPICS[task]] = self.node.create_lifecycle_publisher(
+                    String, self.topic(INFO_TOPICS[task]), info_qos)
+
+    def publish_info(self, tasks: tuple[str, ...]) -> None:
+        """Publish the latched metadata topics."""
+        for suffix, msg in info_messages(tasks).items():
+            self.info_pubs[suffix].publish(msg)
+
+    def destroy_publishers(self) -> None:
+        """Destroy every publisher (cleanup)."""
+        destroy = getattr(self.node, 'destroy_lifecycle_publisher', self.node.destroy_publisher)
+        for pub in list(self.pubs.values()) + list(self.info_pubs.values()):
+            destroy(pub)
+        self.pubs.clear()
+        self.info_pubs.clear()
+
+    def wanted_outputs(self, forced: set[str]) -> set[str]:
+        """Return the outputs with a subscriber, plus the forced ones."""
+        if self.param('publish_all'):
+            return set(self.pubs)
+        subscribed = {s for s, pub in self.pubs.items() if pub.get_subscription_count() > 0}
+        return subscribed | (forced & set(self.pubs))
+
+    # ------------------------------------------------------------------ input
+    def subscribe(self, in_qos: QoSProfile, group) -> None:
+        """Subscribe to the image (or image/compressed), camera_info and, with use_depth, depth."""
+        if self.param('compressed'):
+            self.subs.append(self.node.create_subscription(
+                CompressedImage, self.topic('image/compressed'), self.on_image, in_qos,
+                callback_group=group))
+        else:
+            self.subs.append(self.node.create_subscription(
+                Image, self.topic('image'), self.on_image, in_qos, callback_group=group))
+        self.subs.append(self.node.create_subscription(
+            CameraInfo, self.topic('camera_info'), self.on_camera_info, in_qos,
+            callback_group=group))
+        if self.param('use_depth'):
+            self.pairer = DepthPairer(self.param('depth_slop'), self.param('depth_queue_size'),
+                                      self.on_pair)
+            self.depth_time = time.monotonic()  # depth_timeout counts from now
+            self.subs.append(self.node.create_subscription(
+                Image, self.topic('depth'), self.on_depth, in_qos, callback_group=group))
+
+    def describe_input(self) -> str:
+        """Name the subscribed topics for the log."""
+        depth = f' and {self.subs[-1].topic_name} (pairing: {self.pairer.backend})' \
+            if self.pairer is not None else ''
+        return f'{self.subs[0].topic_name}{depth}'
+
+    def unsubscribe(self) -> None:
+        """Destroy the subscriptions and forget the pairing."""
+        for sub in self.subs:
+            self.node.destroy_subscription(sub)
+        self.subs.clear()
+        self.pairer = None
+
+    def on_image(self, msg) -> None:
+        """Store a colour frame (paired with depth first, with use_depth)."""
+        self.stats.on_received()
+        if self.pairer is None:
+            self.slots.put(self.name, Arrival(msg, time.monotonic()))
+            return
+        timeout = self.param('depth_timeout')
+        silent = time.monotonic() - self.depth_time
+        if timeout > 0 and silent > timeout:  # no depth stream: colour goes on without it
+            self.bad('depth_missing', f'no depth message for {silent:.1f} s on '
+                     f'{self.subs[-1].topic_name}', 'frame processed without depth')
+            self.slots.put(self.name, Arrival(msg, time.monotonic()))
+            return
+        self.pairer.add_image(msg)
+
+    def on_depth(self, msg: Image) -> None:
+        """Queue a depth image for pairing."""
+        self.depth_time = time.monotonic()
+        if self.pairer is not None:
+            self.pairer.add_depth(msg)
+
+    def on_pair(self, msg, depth: Image) -> None:
+        """Put a colour frame and its matched depth image into the newest-frame slot."""
+        self.slots.put(self.name, Arrival(msg, time.monotonic(), depth))
+
+    def on_camera_info(self, msg: CameraInfo) -> None:
+        """Keep the newest camera_info."""
+        self.camera_info = msg
+        self.camera_info_time = time.monotonic()
+
+    def bad(self, kind: str, text: str, consequence: str = 'frame skipped') -> None:
+        """Count a bad input of ``kind`` and log it, throttled per kind."""
+        self.stats.on_bad(kind, text)
+        suppressed = self.throttle.check(kind)
+        if suppressed is not None:
+            more = f' ({suppressed} more since the last report)' if suppressed else ''
+            self.node.get_logger().error(
+                f'{self.label}bad input ({kind}): {text}; {consequence}{more}')
+
+    # ------------------------------------------------------------------ per frame
+    def camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
+        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
+        info = self.camera_info
+        if info is None:
+            raise FrameError(f'{why} but no camera_info received yet')
+        age = time.monotonic() - self.camera_info_time
+        timeout = self.param('camera_info_timeout')
+        if timeout > 0 and age > timeout:
+            raise FrameError(f'the last camera_info is {age:.1f} s old (camera_info_timeout '
+                             f'{timeout:g} s): is the camera driver still publishing it?')
+        Intrinsics.from_k(info.k, (info.height, info.width), size)
+        return [float(v) for v in info.k]
+
+    def depth_input(self, depth: Image | None, size: tuple[int, int]) -> dict:
+        """Keyword arguments of ``PeopleState.update`` for a paired depth image; {} when bad."""
+        if depth is None:
+            return {}
+        consequence = 'frame processed without depth'
+        try:
+            k = self.camera_k(size, 'use_depth')
+        except FrameError as exc:
+            self.bad('camera_info', str(exc), consequence)
+            return {}
+        try:
+            array = decode_depth(depth.encoding, depth.height, depth.width, depth.step,
+                                 depth.data, bool(depth.is_bigendian))
+        except FrameError as exc:
+            kind = 'depth_encoding' if 'encoding' in str(exc) else 'depth'
+            self.bad(kind, str(exc), consequence)
+            return {}
+        return {'depth': array, 'K': k, 'depth_encoding': depth.encoding}
+
+    def request(self, arrival: Arrival, loaded: tuple[str, ...], forced: set[str],
+                options: MessageOptions) -> FrameRequest | None:
+        """
+        Decode a frame into a request for the scheduler; None when unwanted or bad (counted).
+
+        ``loaded`` are the pipeline's heads, ``options`` the node's message options.
+        """
+        outputs = self.wanted_outputs(forced)
+        wanted = frozenset(OUTPUT_TASK[s] for s in outputs) & frozenset(loaded)
+        if not wanted:
+            self.stats.idle_skipped += 1
+            return None
+        msg = arrival.msg
+        try:
+            fmt = self.param('compressed_format')
+            frame = decode_message(msg, self.param('max_pixels'), None if fmt == 'any' else fmt)
+        except FrameError as exc:
+            self.bad('compressed' if isinstance(msg, CompressedImage) else 'image', str(exc))
+            return None
+        size = frame.pixels.shape[:2]
+        fx = None
+        if self.param('calibrated') and 'pointmap' in loaded:
+            try:
+                fx = self.camera_k(size)[0]
+            except FrameError as exc:  # only the metric scale needs it: the heads still run
+                self.bad('camera_info', str(exc), 'pointmap and 3D keypoints use the '
+                         'predicted scale for this frame')
+        options = dataclasses.replace(options, outputs=outputs)
+        render = render_request(outputs, options)
+        stamp = stamp_seconds(msg.header.stamp) or arrival.received
+        return FrameRequest(
+            self.camera, frame.pixels, stamp, wanted, color_order=frame.color_order, fx=fx,
+            people_3d='people/poses' in outputs, depth=self.depth_input(arrival.depth, size),
+            render=render, context=Decoded(arrival, frame, options, render))
+
+    def diagnostics(self) -> dict:
+        """Counters of the colour/depth pairing and the tracked people of this camera."""
+        out = {}
+        people = self.camera.people
+        if people is not None:
+            for key, value in people.diagnostics().items():
+                out[f'people.{key}'] = '' if value is None else \
+                    (f'{value:.4f}' if isinstance(value, float) else value)
+        if self.pairer is not None:
+            out.update(self.pairer.counters())
+        return out

@@ -1,0 +1,223 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+The node's two threads: one inference step over every camera's newest frame, then publishing.
+
+The inference thread takes the newest frame of each camera (:class:`~.runtime.FrameSlots`),
+decodes it, and runs one :meth:`~sapiens_ros.core.scheduler.Scheduler.run` step for all of
+them: each head once, batched across cameras. The publish thread builds and publishes the
+previous step's messages meanwhile (at most one step waits), so a camera faster than inference
+never builds a backlog and no frame waits more than one step.
+
+Stopping never depends on the CPU: the threads stop taking frames at once, a step still in
+inference is abandoned (its results are dropped and counted), and nothing is published once
+stopping began or the ROS context is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+import queue
+import threading
+import time
+
+import rclpy
+
+from .camera import CameraChannel, Decoded
+from .messages import build_messages, MessageOptions
+from .runtime import FrameSlots
+from ..core.scheduler import FrameOutcome, Scheduler
+
+
+@dataclasses.dataclass
+class StepSettings:
+    """What one step runs with: taken from the node between steps."""
+
+    options: MessageOptions
+    forced: set[str]
+    max_cameras: int = 0  # cameras per step (0: every camera with a frame)
+
+
+@dataclasses.dataclass
+class Job:
+    """One camera's processed frame on its way to the publish stage."""
+
+    channel: CameraChannel
+    outcome: FrameOutcome
+
+    @property
+    def decoded(self) -> Decoded:
+        """The decoded frame and its options."""
+        return self.outcome.request.context
+
+
+def _stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+class StepWorker:
+    """Runs the inference and publish threads of a node over its cameras."""
+
+    def __init__(self, node, scheduler: Scheduler, channels: dict[str, CameraChannel],
+                 slots: FrameSlots, settings: Callable[[], StepSettings]) -> None:
+        self.node = node
+        self.scheduler = scheduler
+        self.channels = channels
+        self.slots = slots
+        self.settings = settings
+        self._jobs: queue.Queue = queue.Queue(maxsize=1)
+        self._running = threading.Event()
+        self._infer_busy = self._publish_busy = False
+        self.abandoned = 0  # steps' frames dropped because the node stopped under them
+        self.threads: tuple[threading.Thread, ...] = ()
+
+    @property
+    def running(self) -> bool:
+        """Tell whether the threads take and publish frames."""
+        return self._running.is_set()
+
+    @property
+    def busy(self) -> bool:
+        """Tell whether a frame is being processed or its messages are being published."""
+        return self._infer_busy or self._publish_busy or not self._jobs.empty()
+
+    def start(self) -> None:
+        """Start both threads."""
+        self._running.set()
+        self.threads = (threading.Thread(target=self._work, name='sapiens_infer', daemon=True),
+                        threading.Thread(target=self._publish_loop, name='sapiens_publish',
+                                         daemon=True))
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """
+        Stop both threads; return False when one had to be abandoned.
+
+        ``timeout`` None waits for the step in flight (a lifecycle deactivate). Otherwise a
+        step still in inference is abandoned at once (a shutdown: a CPU inference cannot be
+        interrupted, and its result would be stale), and the publish thread gets ``timeout``
+        seconds to finish the message it is writing.
+        """
+        self._running.clear()
+        self.slots.clear()
+        stopped = True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self.threads:
+            if thread.name == 'sapiens_infer' and timeout is not None and self._infer_busy:
+                stopped = False  # abandoned: it drops its result when it returns
+                continue
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            stopped &= not thread.is_alive()
+        self.threads = ()
+        while not self._jobs.empty():  # a step queued as the threads stopped is stale now
+            self._abandon(self._jobs.get_nowait())
+        return stopped
+
+    def _abandon(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            job.channel.stats.abandoned += 1
+        self.abandoned += len(jobs)
+
+    # ------------------------------------------------------------------ inference
+    def _work(self) -> None:
+        while self._running.is_set():
+            settings = self.settings()
+            taken = self.slots.take(0.1, settings.max_cameras)
+            if not taken or not self._running.is_set():
+                continue
+            self._infer_busy = True
+            try:
+                jobs = self.step(taken, settings)
+                while jobs and self._running.is_set():
+                    try:  # at most one step waits: no backlog, publishing overlaps inference
+                        self._jobs.put(jobs, timeout=0.1)
+                        jobs = None
+                    except queue.Full:
+                        continue
+                if jobs:  # stopped while this step was in flight
+                    self._abandon(jobs)
+            except Exception as exc:  # noqa: BLE001 - the worker must survive any step
+                for name, _ in taken:
+                    self.channels[name].bad('internal', f'{type(exc).__name__}: {exc}')
+            finally:
+                self._infer_busy = False
+
+    def step(self, taken: list, settings: StepSettings) -> list[Job]:
+        """Decode the taken frames and run one scheduler step; return the jobs to publish."""
+        loaded = self.scheduler.pipeline.tasks
+        requests, channels = [], []
+        for name, arrival in taken:
+            channel = self.channels[name]
+            request = channel.request(arrival, loaded, settings.forced, settings.options)
+            if request is not None:
+                requests.append(request)
+                channels.append(channel)
+        if not requests:
+            return []
+        jobs = []
+        for channel, outcome in zip(channels, self.scheduler.run(requests), strict=True):
+            if outcome.error is not None:
+                channel.bad(*outcome.error)
+            elif outcome.result is not None:
+                jobs.append(Job(channel, outcome))
+            else:  # nothing due for this camera this step (rates)
+                channel.stats.idle_skipped += 1
+        return jobs
+
+    # ------------------------------------------------------------------ publishing
+    def _publish_loop(self) -> None:
+        while self._running.is_set():
+            try:
+                jobs = self._jobs.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self._publish_busy = True
+            try:
+                for job in jobs:
+                    if not self._can_publish():
+                        self._abandon([job])
+                        continue
+                    try:
+                        self.publish(job)
+                    except Exception as exc:  # noqa: BLE001 - survive any frame
+                        if self._can_publish():
+                            job.channel.bad('internal', f'{type(exc).__name__}: {exc}')
+                        else:  # shutdown began while publishing: not an error
+                            self._abandon([job])
+            finally:
+                self._publish_busy = False
+
+    def _can_publish(self) -> bool:
+        return self._running.is_set() and rclpy.ok(context=self.node.context)
+
+    def publish(self, job: Job) -> dict:
+        """Build and publish one camera's messages of one frame; return them."""
+        decoded, outcome = job.decoded, job.outcome
+        result = outcome.result
+        wants_image = any(k.split('.')[0].endswith('overlay') for k in
+                          decoded.render.keys() - set(result.rendered))  # not rendered
+        image = decoded.frame.rgb() if wants_image else None
+        header = decoded.arrival.msg.header
+        msgs = build_messages(header, result, decoded.options, image, outcome.people)
+        for suffix, out in msgs.items():
+            job.channel.pubs[suffix].publish(out)
+        latency = None
+        if _stamp_ns(header.stamp) > 0:
+            latency = (self.node.get_clock().now().nanoseconds - _stamp_ns(header.stamp)) / 1e6
+        job.channel.stats.on_processed(latency, result.timings, outcome.tasks)
+        return msgs
