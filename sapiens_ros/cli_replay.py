@@ -43,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--topics', default='',
                    help='comma-separated image topics (default: every Image/CompressedImage)')
     add_model_args(p)
-    p.add_argument('--batch', type=int, default=1, help='frames per inference batch')
+    p.add_argument('--batch', type=int, default=0,
+                   help='frames per inference step (default 0: one per camera topic)')
     p.add_argument('--start', type=float, default=None, help='seconds from the bag start')
     p.add_argument('--end', type=float, default=None, help='seconds from the bag start')
     p.add_argument('--every', type=int, default=1, help='keep every K-th frame of each topic')

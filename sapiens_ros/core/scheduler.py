@@ -169,12 +169,13 @@ class Scheduler:
                                     color_order=[r.color_order for r in reqs], boxes=boxes,
                                     fx=[r.fx for r in reqs], plans=[o.plan for o in outcomes],
                                     render=[r.render for r in reqs])
-        except SapiensError as exc:
+        except Exception as exc:  # noqa: BLE001 - one camera's frame must not cost the others
             if len(outcomes) > 1:
                 for out, box in zip(outcomes, boxes, strict=True):
                     self._infer([out], [box])
                 return
-            outcomes[0].error = ('inference', str(exc))
+            text = str(exc) if isinstance(exc, SapiensError) else f'{type(exc).__name__}: {exc}'
+            outcomes[0].error = ('inference', text)
             return
         if self.on_batch is not None:
             for task in self.pipeline.tasks:

@@ -15,7 +15,9 @@
 """
 The replay loop: read, batch, infer, write; every selected frame ends as outputs or an error.
 
-The main thread reads and decodes messages and runs the pipeline one batch at a time; a writer
+The main thread reads and decodes messages and runs them through the node's scheduler one step
+at a time: several camera topics batch across topics, each camera keeps its own tracker, rate
+budget and box source, exactly as in the live node. A writer
 thread builds the node's messages, serializes them and writes the bag (and the video), so the
 backend is never kept waiting for the disk. The writer checkpoints the bag about once a second,
 so a killed run leaves a readable prefix that ``--resume`` continues. Ctrl-C or SIGTERM stops
@@ -51,7 +53,8 @@ from .source import BagError, InputBag
 from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
-from ..core.people import People, PeopleConfig, PeopleState
+from ..core.people import PeopleConfig
+from ..core.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
 from ..ros.messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
                             MessageOptions, OUTPUT_TASK, render_request, stamp_seconds,
                             TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
@@ -74,7 +77,7 @@ class ReplayOptions:
     input_bag: str
     output_bag: str
     topics: Sequence[str] | None = None
-    batch: int = 1
+    batch: int = 0  # frames per step; 0: one per camera topic (a step of the live node)
     start: float | None = None  # seconds from the bag start
     end: float | None = None
     every: int = 1
@@ -95,6 +98,7 @@ class ReplayOptions:
     #: Tracking and smoothing per camera, as the node's people parameters (pose runs only).
     people: PeopleConfig = field(default_factory=PeopleConfig)
     first_track_id: int = 1  # a split bag's range k starts its ids at k * TRACK_ID_BLOCK + 1
+    rates: dict[str, float] = field(default_factory=dict)  # most runs per second per task
 
 
 class Replayer:
@@ -107,8 +111,9 @@ class Replayer:
         if not self.tasks:
             raise BagError(f'replay publishes pose, seg, normal and pointmap outputs; the '
                            f'pipeline runs {", ".join(pipeline.tasks)}')
-        if options.batch < 1 or options.every < 1:
-            raise BagError('--batch and --every must be >= 1')
+        if options.batch < 0 or options.every < 1:
+            raise BagError('--batch must be >= 0 (0: one frame per camera topic) and --every '
+                           '>= 1')
         chosen = options.messages.outputs
         candidates = task_outputs(self.tasks) + [
             c for c in COMPRESSED_OUTPUTS if OUTPUT_TASK[c] in self.tasks]
@@ -116,6 +121,8 @@ class Replayer:
             [s for s in candidates if s not in COMPRESSED_OUTPUTS]
         # Overlays, clouds, depth and compressed images are rendered on the pipeline's device.
         self.render = render_request(self.suffixes, options.messages)
+        self.wanted = frozenset(OUTPUT_TASK[s] for s in self.suffixes)
+        self.scheduler = Scheduler(pipeline, foreground_only=options.messages.foreground_only)
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
                            f'the tasks {", ".join(self.tasks)}')
@@ -130,12 +137,14 @@ class Replayer:
         self.connections = bag.select(self.opt.topics)
         self.topics = [c.topic for c in self.connections]
         self.prefixes = output_prefixes(sorted(set(self.topics)), self.opt.namespace)
-        # One person tracker per camera, fed that camera's frames in input order (the writer
-        # thread's order), so ids are the live node's on the same frames.
-        self.people = {t: PeopleState(self.opt.people) for t in self.topics} \
-            if 'pose' in self.tasks else {}
-        for state in self.people.values():
-            state.tracker.continue_ids(self.opt.first_track_id)
+        # One scheduling state per camera (tracker, rate budget), fed that camera's frames in
+        # input order, so ids are the live node's on the same frames.
+        self.cameras = {t: Camera(t, self.opt.rates, self.opt.people, 'pose' in self.tasks)
+                        for t in dict.fromkeys(self.topics)}
+        self.batch = self.opt.batch or len(self.cameras)
+        for camera in self.cameras.values():
+            if camera.people is not None:
+                camera.people.tracker.continue_ids(self.opt.first_track_id)
         self.errors = errors_topic(self.opt.namespace)
         self.outputs = {output_topic(p, s): t for t, p in self.prefixes.items()
                         for s in self.suffixes}
@@ -175,8 +184,9 @@ class Replayer:
         bag = OutputBag(target, self.opt.storage)
         if self.partial is not None:
             self.partial.copy_into(bag)
-            for topic, state in self.people.items():  # new tracks: ids the bag has not used
-                state.tracker.continue_ids(self.partial.max_track_id[topic] + 1)
+            for topic, camera in self.cameras.items():  # new tracks: ids the bag has not used
+                if camera.people is not None:
+                    camera.people.tracker.continue_ids(self.partial.max_track_id[topic] + 1)
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
                 bag.add(output_topic(prefix, suffix), msgtype_of(TOPIC_TYPES[suffix]),
@@ -277,44 +287,50 @@ class Replayer:
                     self._jobs.put(('frames', [item], [None]))
                     continue
                 pending.append(item)
-                if len(pending) >= self.opt.batch:
-                    self._infer(pending)
-                    pending = []
+                if len(pending) >= self.batch:
+                    pending = self._infer(pending)
         except BagError as exc:  # the input broke: keep what was read, then say where
             self.summary.input_error = str(exc)
             log.error('%s; keeping the %d frames before it', exc, self.summary.read)
-            self._infer(pending)
+            self._infer(pending, drain=True)
             pending = []
             self._jobs.put(('input_error', str(exc), dict(position), last_ns))
         if pending and not self._writer_failed.is_set():
-            self._infer(pending)
+            self._infer(pending, drain=True)
 
-    def _infer(self, items: list[FrameItem]) -> None:
-        if not items:
-            return
-        try:
-            results = self._run_pipeline(items)
-        except KeyboardInterrupt:
-            self.summary.read -= len(items)  # not finished: --resume processes them
-            raise
-        self._jobs.put(('frames', items, results))
+    def _request(self, item: FrameItem) -> FrameRequest:
+        """The scheduler's request for a decoded frame (stamp: the header's, else bag time)."""
+        frame = item.frame
+        return FrameRequest(self.cameras[item.topic], frame.pixels,
+                            stamp_seconds(item.header.stamp) or item.time_ns * 1e-9, self.wanted,
+                            color_order=frame.color_order,
+                            people_3d='people/poses' in self.suffixes, render=self.render)
 
-    def _run_pipeline(self, items: list[FrameItem]) -> list:
-        """Results for a batch; a failing batch is retried frame by frame to name the culprit."""
-        frames = [it.frame for it in items]
-        orders = {f.color_order for f in frames if f.pixels.ndim == 3}
-        if len(orders) > 1:
-            pixels, order = [f.rgb() for f in frames], 'rgb'
-        else:
-            pixels, order = [f.pixels for f in frames], (orders.pop() if orders else 'rgb')
-        try:
-            return self.pipe(pixels, color_order=order, render=self.render)
-        except Exception as exc:  # noqa: BLE001 - one bad frame must not end the run
-            if len(items) > 1:
-                return [r for it in items for r in self._run_pipeline([it])]
-            items[0].error = f'inference failed: {type(exc).__name__}: {exc}'
-            items[0].kind = 'inference'
-            return [None]
+    def _infer(self, items: list[FrameItem], drain: bool = False) -> list[FrameItem]:
+        """
+        Run the scheduler's steps over ``items``; return those left for the next call.
+
+        A step takes as many leading frames as it can batch (a camera with rate budgets waits
+        for its previous frame's results); with ``drain`` every frame is run.
+        """
+        while items:
+            requests = [self._request(it) for it in items]
+            n = self.scheduler.batchable(requests)
+            if n < len(items) and not drain and n < self.batch:
+                return items
+            step, items = items[:n], items[n:]
+            try:
+                outcomes = self.scheduler.run(requests[:n])
+            except KeyboardInterrupt:
+                self.summary.read -= len(step) + len(items)  # --resume processes them
+                raise
+            for item, outcome in zip(step, outcomes, strict=True):
+                if outcome.error is not None:
+                    item.kind, text = outcome.error
+                    item.error = f'inference failed: {text}' if item.kind == 'inference' \
+                        else text
+            self._jobs.put(('frames', step, outcomes))
+        return []
 
     # ------------------------------------------------------------------ writer thread
     def _writer(self) -> None:
@@ -421,18 +437,18 @@ class Replayer:
                                   time_ns, reason, 'input')
             out.write(self.errors, time_ns, serialize_message(record))
 
-    def _write_frame(self, out: OutputBag, item: FrameItem, result) -> None:
+    def _write_frame(self, out: OutputBag, item: FrameItem,
+                     outcome: FrameOutcome | None) -> None:
         """Turn one frame's result into its messages (input order per camera) and write them."""
+        if item.error is None and outcome.result is None:  # nothing due (rate budgets)
+            self.summary.processed += 1
+            return
         if item.error is None:
-            problem = result.non_finite()
-            if problem:
-                item.error, item.kind = f'the model produced non-finite {problem}', 'model_nan'
-        if item.error is None:
+            result, people = outcome.result, outcome.people
             try:
                 if self.opt.on_result is not None:
                     self.opt.on_result(item, result)
                 image = item.frame.rgb()
-                people = self._track(item, result)
                 msgs = build_messages(item.header, result, self.opt.messages, image, people)
                 data = {s: serialize_message(m) for s, m in msgs.items() if s in self.suffixes}
             except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
@@ -451,14 +467,6 @@ class Replayer:
         self.summary.failed += 1
         self.summary.failures[item.kind] += 1
         log.debug('frame %d of %s failed: %s', item.index, item.topic, item.error)
-
-    def _track(self, item: FrameItem, result) -> People | None:
-        """Update the camera's people with this frame (stamp: the header's, else bag time)."""
-        state = self.people.get(item.topic)
-        if state is None or result.pose is None:
-            return None
-        stamp = stamp_seconds(item.header.stamp) or item.time_ns * 1e-9
-        return state.update(result, stamp)
 
 
 def count_before(bag: InputBag, connections: Sequence, stop_ns: int) -> Counter:

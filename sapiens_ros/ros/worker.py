@@ -135,9 +135,11 @@ class StepWorker:
 
     # ------------------------------------------------------------------ inference
     def _work(self) -> None:
+        limit = self.settings().max_cameras
         while self._running.is_set():
-            settings = self.settings()
-            taken = self.slots.take(0.1, settings.max_cameras)
+            taken = self.slots.take(0.1, limit)
+            settings = self.settings()  # after the wait: changes made meanwhile apply now
+            limit = settings.max_cameras
             if not taken or not self._running.is_set():
                 continue
             self._infer_busy = True
