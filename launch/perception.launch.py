@@ -98,7 +98,7 @@ def _nodes(context, *args, **kwargs):
     depth = arg['depth']
     if cameras and depth.startswith('/') and len(cameras) > 1:
         raise ValueError(f'depth:={depth} is one absolute topic for {len(cameras)} cameras: '
-                         f'give a relative name (resolved in each camera\'s namespace)')
+                         f"give a relative name (resolved in each camera's namespace)")
     if cameras and parse_bool('isolate_cameras', arg['isolate_cameras']):
         for camera in cameras:  # the old layout: a process (and a copy of the models) each
             remaps = [('depth', depth)] if depth else []

@@ -45,7 +45,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
     p.add_argument('--dtype', default='auto', choices=('auto', 'fp32', 'bf16', 'fp16'))
     p.add_argument('--backend', default='torch', choices=('torch', 'onnxruntime', 'tensorrt'))
-    p.add_argument('--input-size', default='', help='HxW model input, e.g. 512x384')
+    p.add_argument('--input-size', default='', help='WIDTHxHEIGHT model input, e.g. 384x512')
     p.add_argument('--random-weights', action='store_true',
                    help='tiny random models: checks the graph without downloading weights')
     p.add_argument('--duration', type=float, default=0.0, help='seconds to run (0: until ^C)')
@@ -54,12 +54,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _input_size(text: str, random_weights: bool) -> list[int]:
+def _input_size(text: str, random_weights: bool) -> str:
     from .ros.launch_support import parse_input_size
 
     if text:
         return parse_input_size(text)
-    return [256, 192] if random_weights else [1024, 768]
+    return '192x256' if random_weights else '768x1024'
 
 
 def _interrupt(signum, frame) -> None:
@@ -172,17 +172,20 @@ def run(args: argparse.Namespace) -> int:
     finally:
         previous = ignore_stop_signals()  # a second Ctrl-C must not cut the teardown short
         stopping.set()
-        stopped = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in nodes
+        # An abandoned inference step never touches ROS again: its node can be destroyed.
+        workers = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in nodes
                       if isinstance(node, PerceptionNode))
         executor.shutdown(timeout_sec=STOP_TIMEOUT_S)
+        callbacks_done = True
         if spinner is not None:
             spinner.join(STOP_TIMEOUT_S)
-            stopped = stopped and not spinner.is_alive()
-        if stopped:  # never destroy nodes under a callback still running
+            callbacks_done = not spinner.is_alive()
+        if callbacks_done:  # never destroy nodes under a callback still running
             for node in reversed(nodes):
                 node.destroy_node()
         rclpy.try_shutdown(context=context)
-        args.abandoned_threads = not stopped  # the CLI then exits without waiting for them
+        # the CLI then exits without waiting for them (a CPU inference cannot be interrupted)
+        args.abandoned_threads = not (workers and callbacks_done)
         restore_signals(previous)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)

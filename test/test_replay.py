@@ -391,7 +391,7 @@ def test_camera_topics_batch_across_topics_with_their_own_trackers(tmp_path, pos
 
 
 def test_rates_in_replay_run_seg_at_its_budget(tmp_path, pose_seg, astronaut):
-    """seg at 5 Hz on a 10 Hz bag: seg outputs every other frame, pose on every frame."""
+    """Run seg at 5 Hz on a 10 Hz bag: seg outputs every other frame, pose on every frame."""
     src = camera_bag(tmp_path / 'in', frames(astronaut, 6, (96, 128)), 'mcap', 'jazzy')
     summary = replay(pose_seg, ReplayOptions(str(src), str(tmp_path / 'out'), progress=False,
                                              rates={'seg': 5.0}))

@@ -143,7 +143,7 @@ def test_node_stops_cleanly_with_a_slow_inference_in_flight(graph, tmp_path, how
             proc.wait_for('SLOW_INFERENCE_STARTED', 0.3)
         assert 'SLOW_INFERENCE_STARTED' in proc.output, proc.output
         _assert_clean(proc, how, 'perception_node')
-        assert 'abandoning its frame' in proc.output, proc.output
+        assert 'abandoning the inference step in flight' in proc.output, proc.output
     finally:
         proc.kill()
 
@@ -170,7 +170,7 @@ def test_demo_nodes_stop_cleanly(graph, program, how):
 @pytest.mark.parametrize('how', ['ctrl-c twice', 'sigterm'])
 def test_cli_demo_stops_cleanly(tmp_path, how):
     proc = Proc(python_module('sapiens_ros.cli', 'demo', '--random-weights', '--tasks', 'seg',
-                              '--input-size', '256x192', '--rate', '5',
+                              '--input-size', '192x256', '--rate', '5',
                               '--output-dir', str(tmp_path / 'demo')),
                 env=ros_env(ROS_DOMAIN_ID=str(session_domain_id())))
     try:

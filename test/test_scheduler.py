@@ -47,7 +47,7 @@ class Counting:
 
 @pytest.fixture
 def counted(pipeline):
-    """The session pipeline with every runner counting its calls (restored afterwards)."""
+    """Give the session pipeline runners that count their calls (restored afterwards)."""
     real = dict(pipeline.runners)
     pipeline.runners = {t: Counting(r) for t, r in real.items()}
     yield pipeline
@@ -185,7 +185,8 @@ def test_a_camera_twice_in_a_step_only_without_rates(pipeline, astronaut):
 def test_input_sizes_are_width_by_height_and_ambiguity_is_refused():
     assert parse_size('768x1024') == (1024, 768) and format_size((1024, 768)) == '768x1024'
     assert parse_size('512x512') == (512, 512)
-    with pytest.raises(InputSizeError, match=r'width 1024 x height 768 .* width 768 x height 1024'):
+    with pytest.raises(InputSizeError,
+                       match=r'width 1024 x height 768 .* width 768 x height 1024'):
         parse_size('1024x768')
     with pytest.raises(InputSizeError, match=r'"768x1024"'):
         parse_size([1024, 768])  # the old [height, width] parameter

@@ -108,7 +108,7 @@ class FrameBatch:
 
     @property
     def pixel_values(self) -> torch.Tensor:
-        """The whole batch letterboxed into the default input size."""
+        """Return the whole batch letterboxed into the default input size."""
         return self.letterboxed(self.input_size)
 
     def letterboxes_at(self, size: tuple[int, int]) -> list[Letterbox]:

@@ -106,7 +106,7 @@ def legal_sizes(task: str, config) -> str:
 
 def fit_size(task: str, config, wanted: tuple[int, int]) -> tuple[int, int]:
     """
-    The input size closest to ``wanted`` that ``task``'s head accepts.
+    Return the input size closest to ``wanted`` that ``task``'s head accepts.
 
     Only the pointmap's scale head restricts sizes beyond the patch grid: below its range it
     gets its smallest legal size, above it its largest (each side clamped).

@@ -299,7 +299,7 @@ class Replayer:
             self._infer(pending, drain=True)
 
     def _request(self, item: FrameItem) -> FrameRequest:
-        """The scheduler's request for a decoded frame (stamp: the header's, else bag time)."""
+        """Build the scheduler's request of a frame (stamp: the header's, else the bag time)."""
         frame = item.frame
         return FrameRequest(self.cameras[item.topic], frame.pixels,
                             stamp_seconds(item.header.stamp) or item.time_ns * 1e-9, self.wanted,

@@ -151,7 +151,7 @@ class PerceptionNode(LifecycleNode):
     # ----------------------------------------------------------------- cameras
     @property
     def camera(self) -> CameraChannel:
-        """The first camera (the only one of a single-camera node)."""
+        """Return the first camera, the only one of a single-camera node."""
         return next(iter(self.cameras.values()))
 
     @property
@@ -217,7 +217,7 @@ class PerceptionNode(LifecycleNode):
                 value = p.value
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                         not (value == -1 or 0 <= value <= 1000):
-                    reason = f'{p.name} must be -1 (the node\'s rate) or 0-1000 Hz, got {value!r}'
+                    reason = f"{p.name} must be -1 (the node's rate) or 0-1000 Hz, got {value!r}"
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
         self._apply_runtime({p.name: PARAM_BY_NAME[p.name].coerce(p.value) if p.name in

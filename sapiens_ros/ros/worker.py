@@ -61,7 +61,7 @@ class Job:
 
     @property
     def decoded(self) -> Decoded:
-        """The decoded frame and its options."""
+        """Return the decoded frame and its options."""
         return self.outcome.request.context
 
 
