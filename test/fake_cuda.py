@@ -48,8 +48,9 @@ What it does not model: torch kernels themselves running asynchronously (they ru
 after the queued work of the current stream, so a missing wait *before* a launch cannot be
 seen, only a missing wait after one), kernel timing, memory pools' addresses, per-thread current
 streams, peer access, the legacy stream's implicit synchronisation with blocking streams (torch's
-streams are non-blocking), and torch kernels inside a captured region (only :meth:`launch` work is
-recorded into a graph).
+streams are non-blocking), torch kernels inside a captured region (only :meth:`launch` work is
+recorded into a graph), and torch internals that need a CUDA build of torch (``torch.export``
+fails under the fake: export graphs before installing it).
 """
 
 from __future__ import annotations
@@ -102,9 +103,7 @@ class _HostMemory(TorchFunctionMode):
             kwargs['device'] = 'cpu'
         name = getattr(func, '__name__', '')
         if name == 'to':
-            args = tuple(a for a in args if not _is_cuda(a))
-            if len(args) == 1 and not kwargs:
-                return args[0]
+            args = tuple('cpu' if _is_cuda(a) else a for a in args)
         elif name == 'cuda':
             return args[0]
         return func(*args, **kwargs)

@@ -149,6 +149,7 @@ def documented_opset(version: tuple[int, ...]) -> int:
     """Return the highest opset the parser of ``version`` documents."""
     return max(opset for since, opset in _DOCUMENTED_OPSET if version[:2] >= since)
 
+
 #: ONNX op type -> (TensorRT layer types the parser adds for it, first to last).
 _LAYERS = {
     'Conv': ('CONVOLUTION',), 'ConvTranspose': ('DECONVOLUTION',),

@@ -139,8 +139,8 @@ def test_second_input_size(task, checkpoints, tmp_path, monkeypatch, caplog):
 
 
 @pytest.mark.parametrize('dtype,opset', [('bf16', 22), ('fp16', 18)])
-def test_reduced_precision_export_is_valid_and_computes_as_claimed(dtype, opset, checkpoints,
-                                                                    tmp_path, caplog):
+def test_reduced_precision_export_is_valid_and_computes_as_claimed(
+        dtype, opset, checkpoints, tmp_path, caplog):
     """
     A bf16/fp16 export made on the CPU is the graph a GPU would export, valid ONNX.
 

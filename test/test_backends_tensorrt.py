@@ -153,7 +153,7 @@ def test_get_engine_builds_once_then_reuses(tmp_path, onnx_file, caplog):
     assert first == again and len(build.calls) == 1
     assert build.calls[0][1:3] == ('bf16', (1, 2, 8))
     engine(onnx_file, key(gpu_name='A100'), cache=cache, build=build, progress=False,
-               device_index=1)
+           device_index=1)
     assert build.calls[-1][4] == 1  # built on the requested GPU, not the current one
     timing = build.calls[0][3]
     assert timing == str(cache.timing_cache_path('10.3.0', 'Orin', (8, 7)))
@@ -185,7 +185,7 @@ def test_get_engine_rebuilds_stale_with_log_line(tmp_path, onnx_file, caplog, da
 def test_refuse_to_build_prints_export_command(tmp_path, onnx_file):
     with pytest.raises(EngineNotBuiltError) as err:
         engine(onnx_file, key(), cache=ArtifactCache(tmp_path), build=FakeBuild(),
-                   allow_build=False, source='/models/pose')
+               allow_build=False, source='/models/pose')
     msg = str(err.value)
     assert 'building on start is disabled' in msg
     assert ('sapiens-ros export --task pose --model /models/pose --input-size 1024x768 '
@@ -290,7 +290,7 @@ def test_precision_plan_for_a_given_graph():
 
 
 def test_ort_tensorrt_provider_precision_flags():
-    """ORT's TensorRT provider gets the weak fp16/bf16 flags only where TensorRT has them."""
+    """Give the TensorRT provider of ORT the weak fp16/bf16 flags only where TensorRT has them."""
     assert ort_tensorrt_precision('fp16', '10.3.0') == ({'trt_fp16_enable': 'True'}, None)
     assert ort_tensorrt_precision('bf16', '10.12.0') == ({'trt_bf16_enable': 'True'}, None)
     flags, note = ort_tensorrt_precision('bf16', '11.0.0')

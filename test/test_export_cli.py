@@ -28,7 +28,7 @@ from sapiens_ros.cli import main
 
 
 def test_bf16_export_on_cpu_writes_the_bf16_graph(tmp_path, capsys):
-    """``--dtype bf16`` on a CPU writes the graph a GPU would (opset 22); only parity is skipped."""
+    """``--dtype bf16`` on a CPU writes the graph a GPU would (opset 22), only parity skipped."""
     out = tmp_path / 'seg-bf16.onnx'
     assert main(['export', '--task', 'seg', '--random-weights', '--input-size', '256x192',
                  '--batch', '1:1:2', '--dtype', 'bf16', '--out', str(out)]) == 0

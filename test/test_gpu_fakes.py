@@ -561,4 +561,3 @@ def test_onnxruntime_tensorrt_provider_options(monkeypatch, cuda, model_dir, cac
     assert options.get('trt_fp16_enable') == flag
     assert 'trt_bf16_enable' not in options
     assert ('removed in TensorRT 11' in caplog.text) is (flag is None)
-

@@ -37,7 +37,7 @@ from pathlib import Path
 from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_VERSION,
                         sidecar_of, staging, verify, write_sidecar)
 from .errors import EngineNotBuiltError
-from .precision import BASE_OPSET, graph_opset, PRECISIONS, PrecisionPlan
+from .precision import BASE_OPSET, graph_opset, PrecisionPlan, PRECISIONS
 
 LOG = logging.getLogger(__name__)
 

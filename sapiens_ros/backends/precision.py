@@ -228,9 +228,9 @@ def ort_tensorrt_precision(precision: str, trt_version: str | None,
         if graph_dtype == precision:
             return {}, None
         which = 'an unknown TensorRT' if trt_version is None else f'TensorRT {trt_version}'
-        return {}, (f'ONNX Runtime\'s TensorRT provider on {which} gets no {precision} flag '
-                    f'(weak typing, removed in TensorRT 11): its engine computes in the graph\'s '
-                    f'{graph_dtype}; export the graph with --dtype {precision}, or use backend '
-                    f'tensorrt')
+        return {}, (f'the TensorRT provider of ONNX Runtime on {which} gets no {precision} '
+                    f'flag (weak typing, removed in TensorRT 11): its engine computes in the '
+                    f'{graph_dtype} of the graph; export the graph with --dtype {precision}, or '
+                    f'use backend tensorrt')
     key = 'trt_fp16_enable' if precision == 'fp16' else 'trt_bf16_enable'
     return {key: 'True'}, None
