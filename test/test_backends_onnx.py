@@ -173,6 +173,21 @@ def test_reduced_precision_export_is_valid_and_computes_as_claimed(
     assert all(v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for v in io)
 
 
+def test_reduced_precision_parity_without_kernels_is_skipped(checkpoints, tmp_path,
+                                                             monkeypatch):
+    """
+    ONNX Runtime without bf16 kernels for an op (its CUDA EP has none for ConvTranspose): a note.
+
+    The check is forced on the CPU provider, which lacks bf16 Conv kernels the same way.
+    """
+    monkeypatch.setattr('sapiens_ros.backends.export._can_check_reduced', lambda device: True)
+    model = load_model('pose', str(checkpoints / 'pose'))
+    result = export_onnx(model, 'pose', tmp_path / 'p.onnx', input_size=SIZE, batch='1:1:2',
+                         dtype='bf16')
+    assert result.parity is None
+    assert 'no bf16 kernel for Conv' in ' '.join(result.notes)
+
+
 def test_export_never_changes_the_callers_model(checkpoints, tmp_path):
     """Exporting a bf16 model as an fp32 graph works on a copy: the model stays bf16."""
     model = load_model('normal', str(checkpoints / 'normal')).to(torch.bfloat16)
