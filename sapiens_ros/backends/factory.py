@@ -154,10 +154,9 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                 f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
                 f'is disabled. Build it with:\n  '
                 + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
-        # A reduced-precision graph is parity-checked on this GPU; an fp32 one on the CPU.
-        export_device = device if plan.graph_dtype != 'fp32' else torch.device('cpu')
+        # Exported and parity-checked on this GPU (ONNX Runtime's CUDA provider if installed).
         onnx_path = get_onnx(task, _loader(task, source, size, model), input_size=input_size,
-                             batch=batch, dtype=plan.graph_dtype, device=export_device,
+                             batch=batch, dtype=plan.graph_dtype, device=device,
                              cache_dir=cache_dir, model_id=source or '', w_hash=w_hash)
     engine = get_engine(onnx_path, key, plan, cache=cache, allow_build=allow_build,
                         source=source or '<model>', progress=progress,
