@@ -34,9 +34,9 @@ import time
 
 from sapiens_ros.backends.export import export_onnx, parse_input_size
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
+from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.registry import PERCEPTION_TASKS
-from sapiens_ros.core.runners import TorchRunner
 import torch
 
 

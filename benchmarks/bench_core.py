@@ -32,11 +32,11 @@ import statistics
 import time
 
 import numpy as np
+from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.boxes import crop_windows
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
-from sapiens_ros.core.runners import TorchRunner
 import torch
 
 TARGETS = {'pose': 1.25, 'seg': 1.10, 'normal': 1.10, 'pointmap': 1.10}

@@ -15,56 +15,89 @@
 # limitations under the License.
 
 """
-GPU verification: every backend per head at 1024x768, against the FLOP floor of the card.
+GPU acceptance run: every head on torch, ONNX Runtime CUDA and TensorRT, fp32/fp16/bf16.
 
-For each head and layout (tiny and the real 0.4B, ``--layouts tiny,0.4b,1b``) with random
-weights, times the model forward (CUDA events, median of ``--repeats``) and the end-to-end
-pipeline (upload, preprocessing, forward, decoding, copy to host) for:
+For each head (random weights of ``--layout``, default the real 0.4B, at 1024x768) and each
+backend and dtype it measures, in one table ready for docs/benchmarks.md:
 
-* torch eager fp32 and bf16, torch.compile bf16, torch bf16 + CUDA graphs;
-* ONNX Runtime CUDA (fp32 graph) where onnxruntime-gpu is installed;
-* TensorRT bf16 and fp16 where TensorRT is installed (engines cached in ``--cache-dir``).
+* parity against torch fp32 (TF32 off) on the same batch of 3: the max abs error relative to
+  max|torch|, and whether it is within the export's tolerance for that dtype;
+* the forward latency at batch 1 and at the pose batch of 3 (CUDA events, median of
+  ``--repeats``);
+* the FLOP floor ratio: batch-1 latency / (head FLOPs / the dense bf16 matmul rate measured on
+  this card).
 
-The floor is the head's FLOPs (counted with torch's FlopCounterMode; the reference for 0.4B at
-1024x768 is pose 3.87, seg 3.59, normal 5.03, pointmap 8.34 TFLOP) divided by the bf16 matmul
-rate measured on this card. Prints markdown tables for docs/benchmarks.md; ``--json`` saves
-the raw numbers.
+Rows run in priority order (torch fp32, the reference, first; then the default bf16 paths) under
+a time budget (``--budget-s``, default 420 s, for an 8-minute visit): a row whose export or
+engine build would not fit is listed as not run, and a second run with the same ``--cache-dir``
+reuses every graph and engine already made. TensorRT rows appear when ``tensorrt`` imports, ONNX
+Runtime rows when onnxruntime-gpu has the CUDA provider. Offline: install the wheels from a
+local folder first (docs/backends.md, "GPU acceptance run without internet").
 
-    python benchmarks/gpu_backends.py --layouts tiny,0.4b --repeats 20
+    python benchmarks/gpu_backends.py [--layout 0.4b|tiny] [--tasks pose,seg] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict, dataclass
 import json
 import logging
 import platform
+import re
 import statistics
-import tempfile
+import time
 import traceback
 
-import numpy as np
+from sapiens_ros.backends.artifact_cache import get_onnx
+from sapiens_ros.backends.artifacts import sidecar_of
+from sapiens_ros.backends.export import converted, TOLERANCES
 from sapiens_ros.backends.factory import make_runner
-from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner
+from sapiens_ros.backends.fingerprint import weights_hash
+from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
+from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.configs import random_model
-from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+from sapiens_ros.core.loading import parse_dtype
 from sapiens_ros.core.registry import PERCEPTION_TASKS
 import torch
 
-#: TFLOP per frame of the real 0.4B heads at 1024x768 (issue reference).
+#: TFLOP per frame of the real 0.4B heads at 1024x768 (issue reference, attention included).
 REFERENCE_TFLOP = {'pose': 3.87, 'seg': 3.59, 'normal': 5.03, 'pointmap': 8.34}
+DTYPES = ('fp32', 'bf16', 'fp16')
+#: Row priority: the reference, then the default bf16 paths, then the rest.
+ORDER = [('torch', 'fp32'), ('torch', 'bf16'), ('tensorrt', 'bf16'), ('onnxruntime', 'fp32'),
+         ('tensorrt', 'fp16'), ('torch', 'fp16'), ('onnxruntime', 'fp16'),
+         ('tensorrt', 'fp32'), ('onnxruntime', 'bf16')]
+#: First guesses of the slow steps (seconds; replaced by what this run measures).
+GUESS = {'tiny': {'export': 15.0, 'build': 45.0}, 'real': {'export': 120.0, 'build': 240.0}}
 
 
-def cuda_ms(fn, repeats: int, warmup: int) -> float:
-    """Return the median ms of ``fn()`` timed with CUDA events."""
+@dataclass
+class Row:
+    """One line of the table."""
+
+    task: str
+    backend: str
+    dtype: str
+    status: str = 'ok'
+    parity: float | None = None  # max|got - ref| / max|ref| over the outputs
+    within: bool | None = None  # within the export's tolerance for the dtype
+    ms_b1: float | None = None
+    ms_b3: float | None = None
+    floor_ms: float | None = None
+    note: str = ''
+
+
+def cuda_ms(fn, x: torch.Tensor, repeats: int, warmup: int) -> float:
+    """Return the median ms of ``fn(x)`` timed with CUDA events."""
     for _ in range(warmup):
-        fn()
+        fn(x)
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        fn(x)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
@@ -75,7 +108,7 @@ def matmul_tflops(n: int = 8192, repeats: int = 20) -> float:
     """Measure the dense bf16 matmul rate of the card in TFLOP/s."""
     a = torch.randn(n, n, device='cuda', dtype=torch.bfloat16)
     b = torch.randn(n, n, device='cuda', dtype=torch.bfloat16)
-    ms = cuda_ms(lambda: a @ b, repeats, 3)
+    ms = cuda_ms(lambda _: a @ b, a, repeats, 3)
     return 2 * n ** 3 / (ms * 1e-3) / 1e12
 
 
@@ -83,127 +116,179 @@ def count_tflop(model: torch.nn.Module, size: tuple[int, int]) -> float:
     """Count the forward FLOPs (matmul/conv, 2 per MAC) of one frame in TFLOP."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    x = torch.zeros(1, 3, *size, device=next(model.parameters()).device,
-                    dtype=next(model.parameters()).dtype)
+    x = torch.zeros(1, 3, *size, device='cuda', dtype=torch.bfloat16)
     with torch.inference_mode(), FlopCounterMode(display=False) as counter:
         model(pixel_values=x)
     return counter.get_total_flops() / 1e12
 
 
-def backends(task: str, model: torch.nn.Module, size, args, tmp: str):
-    """Yield ``(label, runner factory)`` for every backend available here."""
-    def torch_runner(dtype, **kw):
-        return lambda: AcceleratedTorchRunner(task, model.to('cuda', dtype), **kw)
-
-    yield 'torch eager fp32', torch_runner(torch.float32)
-    yield 'torch eager bf16', torch_runner(torch.bfloat16)
-    yield 'torch.compile bf16', torch_runner(torch.bfloat16, compile=True)
-    yield 'torch bf16 + CUDA graphs', torch_runner(torch.bfloat16, cuda_graphs=True,
-                                                   graph_batches=(1,))
-    common = {'device': 'cuda', 'input_size': size, 'batch': (1, 1, args.max_batch),
-              'cache_dir': args.cache_dir or tmp}
-    try:
-        import onnxruntime as ort
-
-        if 'CUDAExecutionProvider' in ort.get_available_providers():
-            yield 'onnxruntime CUDA fp32', lambda: make_runner(
-                task, 'onnxruntime', model=model.float().cpu(), providers=['cuda'], **common)
-    except ImportError:
-        pass
-    try:
-        import tensorrt  # noqa: F401
-
-        for precision in ('bf16', 'fp16'):
-            yield f'tensorrt {precision}', lambda p=precision: make_runner(
-                task, 'tensorrt', model=model.float().cpu(), dtype=p, **common)
-    except ImportError:
-        pass
+def parity(got: dict, ref: dict) -> float:
+    """Return the max over outputs of max|got - ref| / max|ref|."""
+    worst = 0.0
+    for name, want in ref.items():
+        have = got[name].float()
+        scale = want.abs().max().item() or 1.0
+        worst = max(worst, (have - want).abs().max().item() / scale)
+    return worst
 
 
-def run_head(task: str, layout: str, size, args, rate: float, frame: np.ndarray, tmp: str):
-    """Time every backend of one head; return table rows."""
-    tiny = layout == 'tiny'
-    model = random_model(task, '0.4b' if tiny else layout, tiny=tiny, input_size=size)
-    counted = count_tflop(model.cuda().to(torch.bfloat16), size)
-    # The reference includes attention; FlopCounterMode misses some SDPA kernels.
-    tflop = REFERENCE_TFLOP[task] if (layout, size) == ('0.4b', (1024, 768)) else counted
+class Budget:
+    """Time left for the run, and adaptive estimates of its slow steps."""
+
+    def __init__(self, seconds: float, guesses: dict) -> None:
+        self.end = time.monotonic() + seconds
+        self.estimate = dict(guesses)
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def fits(self, *steps: str) -> bool:
+        return sum(self.estimate[s] for s in steps) < self.left()
+
+    def measured(self, step: str, seconds: float) -> None:
+        self.estimate[step] = max(seconds, 0.5 * self.estimate[step])
+
+
+def make(backend: str, dtype: str, task: str, model, args, budget: Budget):
+    """Return the runner of one row (exporting or building as needed, within the budget)."""
+    size, cache = args.size, args.cache_dir
+    if backend == 'torch':
+        return TorchRunner(task, converted(model, torch.device('cuda'), parse_dtype(dtype)))
+    graph_steps = ('export',)
+    if backend == 'onnxruntime':
+        if not budget.fits(*graph_steps):
+            raise TimeoutError('time budget')
+        started = time.monotonic()
+        graph = get_onnx(task, model, input_size=size, batch=(1, 1, 3), dtype=dtype,
+                         device='cuda', cache_dir=cache, w_hash=args.hashes[task])
+        budget.measured('export', time.monotonic() - started)
+        options = {'CUDAExecutionProvider': {'use_tf32': '0'}} if dtype == 'fp32' else None
+        return OnnxRuntimeRunner(task, graph, device='cuda', providers=['cuda'],
+                                 provider_options=options, batch=(1, 1, 3))
+    if not budget.fits('export', 'build'):
+        raise TimeoutError('time budget')
+    started = time.monotonic()
+    runner = make_runner(task, 'tensorrt', model=model, dtype=dtype, device='cuda',
+                         input_size=size, batch=(1, 1, 3), cache_dir=cache, progress=False)
+    budget.measured('build', time.monotonic() - started)
+    return runner
+
+
+def run_rows(task: str, args, rate: float, budget: Budget, available: set) -> list[Row]:
+    """Measure every row of one head."""
+    tiny = args.layout == 'tiny'
+    model = random_model(task, '0.4b' if tiny else args.layout, tiny=tiny, input_size=args.size)
+    args.hashes[task] = weights_hash(model)
+    tflop = REFERENCE_TFLOP[task] if (args.layout, args.size) == ('0.4b', (1024, 768)) \
+        else count_tflop(converted(model, torch.device('cuda'), torch.bfloat16), args.size)
     floor_ms = tflop / rate * 1e3
-    rows = []
-    x = torch.randn(1, 3, *size, device='cuda')
-    for label, factory in backends(task, model, size, args, tmp):
+    gen = torch.Generator().manual_seed(0)
+    x3 = torch.randn(3, 3, *args.size, generator=gen).cuda()
+    x1 = x3[:1].contiguous()
+    rows, ref = [], None
+    for backend, dtype in ORDER:
+        row = Row(task, backend, dtype, floor_ms=floor_ms)
+        rows.append(row)
+        if backend not in available:
+            row.status, row.note = 'not run', f'{backend} not available here'
+            continue
         try:
-            runner = factory()
-            fwd = cuda_ms(lambda r=runner: r(x), args.repeats, args.warmup)
-            pipe = Pipeline({task: runner}, PipelineConfig(input_size=size, box_source='full'),
-                            device='cuda')
-            e2e = cuda_ms(lambda p=pipe: p(frame), args.repeats, args.warmup)
-            rows.append({'task': task, 'layout': layout, 'backend': label, 'forward_ms': fwd,
-                         'e2e_ms': e2e, 'tflop': tflop, 'counted_tflop': counted,
-                         'floor_ms': floor_ms, 'ratio': e2e / floor_ms})
-        except Exception as exc:  # noqa: B902 - report every backend, whatever fails
+            runner = make(backend, dtype, task, model, args, budget)
+            with torch.inference_mode():
+                got = {k: v.float().clone() for k, v in runner(x3).items()}
+                if (backend, dtype) == ('torch', 'fp32'):
+                    ref = got
+                if ref is not None:
+                    row.parity = parity(got, ref)
+                    atol, rtol = TOLERANCES[parse_dtype(dtype)]
+                    row.within = all((got[n] - ref[n]).abs().max().item()
+                                     <= atol + rtol * ref[n].abs().max().item() for n in ref)
+                row.ms_b1 = cuda_ms(runner, x1, args.repeats, args.warmup)
+                row.ms_b3 = cuda_ms(runner, x3, args.repeats, args.warmup)
+            if backend == 'tensorrt':
+                key = json.loads(sidecar_of(runner.path).read_text())['key']
+                row.note = (f'TensorRT {key["trt_version"]}: {key["graph_dtype"]} graph at opset '
+                            f'{key["opset"]}, {key["typing"]}ly typed')
+            del runner
+        except TimeoutError:
+            row.status, row.note = 'not run', 'time budget (rerun with the same --cache-dir)'
+        except Exception as exc:  # noqa: B902 - report every row, whatever fails
             logging.debug(traceback.format_exc())
-            rows.append({'task': task, 'layout': layout, 'backend': label,
-                         'error': f'{exc}'[:160]})
+            text = re.sub(r'\x1b\[[0-9;]*m|\s+', ' ', f'{type(exc).__name__}: {exc}')
+            row.status, row.note = 'failed', text.strip()
         finally:
             torch.cuda.empty_cache()
     return rows
 
 
+def table(rows: list[Row]) -> str:
+    """Return the markdown table of ``rows``."""
+    lines = ['| head | backend | dtype | parity vs torch fp32 (max rel) | ms batch 1 | '
+             'ms batch 3 | floor ms | batch 1 / floor | note |',
+             '|---|---|---|---:|---:|---:|---:|---:|---|']
+    for r in rows:
+        if r.status != 'ok':
+            lines.append(f'| {r.task} | {r.backend} | {r.dtype} | {r.status} | | | '
+                         f'{r.floor_ms:.3g} | | {r.note[:150]} |')
+            continue
+        mark = '' if r.within is not False else ' (beyond tolerance)'
+        par = 'no reference' if r.parity is None else f'{r.parity:.2e}{mark}'
+        lines.append(f'| {r.task} | {r.backend} | {r.dtype} | {par} | '
+                     f'{r.ms_b1:.2f} | {r.ms_b3:.2f} | {r.floor_ms:.3g} | '
+                     f'{r.ms_b1 / r.floor_ms:.1f} | {r.note} |')
+    return '\n'.join(lines)
+
+
 def main() -> None:
-    """Run the GPU benchmark and print markdown tables."""
+    """Run the acceptance matrix and print one markdown table."""
     p = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
-    p.add_argument('--layouts', default='tiny,0.4b')
+    p.add_argument('--layout', default='0.4b', help="'tiny' or a real layout (0.4b, 1b, ...)")
     p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS))
     p.add_argument('--input-size', default='1024x768')
-    p.add_argument('--repeats', type=int, default=20)
-    p.add_argument('--warmup', type=int, default=5)
-    p.add_argument('--max-batch', type=int, default=4, help='TensorRT profile max batch')
-    p.add_argument('--cache-dir', default=None, help='engine cache (default: a temp dir)')
-    p.add_argument('--json', default=None, help='write the raw rows here')
+    p.add_argument('--repeats', type=int, default=10)
+    p.add_argument('--warmup', type=int, default=3)
+    p.add_argument('--budget-s', type=float, default=420.0,
+                   help='time for the rows; a slow step that would not fit is skipped')
+    p.add_argument('--cache-dir', default='gpu-acceptance-cache',
+                   help='graphs and engines, reused by the next run')
+    p.add_argument('--json', default=None, help='write the rows here')
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if not torch.cuda.is_available():
-        raise SystemExit('needs a CUDA GPU')
-    size = tuple(int(v) for v in args.input_size.split('x'))
-    props = torch.cuda.get_device_properties(0)
+        raise SystemExit('needs a CUDA GPU (and a CUDA build of torch)')
+    started = time.monotonic()
+    args.size = tuple(int(v) for v in args.input_size.split('x'))
+    args.hashes = {}
+    torch.backends.cuda.matmul.allow_tf32 = False  # torch fp32 is the exact reference
+    torch.backends.cudnn.allow_tf32 = False
     versions = {'python': platform.python_version(), 'torch': torch.__version__,
                 'cuda': torch.version.cuda}
-    for name in ('onnxruntime', 'tensorrt', 'transformers'):
+    available = {'torch'}
+    for name in ('onnxruntime', 'tensorrt'):
         try:
-            versions[name] = __import__(name).__version__
+            module = __import__(name)
+            versions[name] = module.__version__
         except ImportError:
             versions[name] = 'not installed'
-    rate = matmul_tflops()
-    print(f'device: {props.name} (sm {props.major}.{props.minor}, '
-          f'{props.total_memory / 2 ** 30:.0f} GiB); '
-          + ', '.join(f'{k} {v}' for k, v in versions.items()))
-    print(f'measured dense bf16 matmul: {rate:.0f} TFLOP/s; input {size[0]}x{size[1]}, batch 1, '
-          f'median of {args.repeats}')
-    from skimage import data
-    import cv2
-
-    frame = cv2.resize(data.astronaut(), (size[1], size[0]))
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for layout in args.layouts.split(','):
-            for task in args.tasks.split(','):
-                rows += run_head(task, layout, size, args, rate, frame, tmp)
-    print('\n| layout | head | backend | forward ms | end-to-end ms | TFLOP | floor ms | '
-          'e2e / floor |')
-    print('|---|---|---|---:|---:|---:|---:|---:|')
-    for r in rows:
-        if 'error' in r:
-            print(f'| {r["layout"]} | {r["task"]} | {r["backend"]} | failed: {r["error"]} '
-                  f'| | | | |')
             continue
-        print(f'| {r["layout"]} | {r["task"]} | {r["backend"]} | {r["forward_ms"]:.2f} | '
-              f'{r["e2e_ms"]:.2f} | {r["tflop"]:.3f} | {r["floor_ms"]:.2f} | {r["ratio"]:.1f} |')
-    print('\nreference TFLOP for 0.4B at 1024x768: '
-          + ', '.join(f'{k} {v}' for k, v in REFERENCE_TFLOP.items()))
+        if name == 'tensorrt' or 'CUDAExecutionProvider' in module.get_available_providers():
+            available.add(name)
+    props = torch.cuda.get_device_properties(0)
+    rate = matmul_tflops()
+    budget = Budget(args.budget_s, GUESS['tiny' if args.layout == 'tiny' else 'real'])
+    rows = []
+    for task in args.tasks.split(','):
+        rows += run_rows(task, args, rate, budget, available)
+    print(f'\n{props.name} (sm {props.major}.{props.minor}); '
+          + ', '.join(f'{k} {v}' for k, v in versions.items())
+          + f'; dense bf16 matmul {rate:.0f} TFLOP/s; layout {args.layout}, input '
+          f'{args.size[0]}x{args.size[1]}, median of {args.repeats}; '
+          f'{time.monotonic() - started:.0f} s\n')
+    print(table(rows))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'device': props.name, 'versions': versions, 'bf16_tflops': rate,
-                       'rows': rows}, f, indent=2)
+                       'rows': [asdict(r) for r in rows]}, f, indent=2)
 
 
 if __name__ == '__main__':

@@ -25,9 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``export`` subcommand."""
     p = sub.add_parser(
         'export', help='export a head to ONNX (and optionally a TensorRT engine)',
-        description='Export one Sapiens2 head to ONNX with the torch dynamo exporter (opset 18, '
-                    'dynamic batch), check it against torch with ONNX Runtime, and optionally '
-                    'build a cached TensorRT engine.')
+        description='Export one Sapiens2 head to ONNX with the torch dynamo exporter (opset 18; '
+                    'bf16 graphs opset 22; dynamic batch), check it against torch with ONNX '
+                    'Runtime, and optionally build a cached TensorRT engine.')
     p.add_argument('--task', required=True, help='pose, seg, normal, pointmap, ...')
     src = p.add_mutually_exclusive_group()
     src.add_argument('--size', default=None, help='hub model size (default 0.4b)')
@@ -41,9 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--input-size', default='1024x768', help='model input HxW (static)')
     p.add_argument('--batch', default='1:1:8', help='batch profile min:opt:max')
     p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
-                   help='graph dtype (bf16/fp16 need --device cuda; fp32 otherwise) and engine '
-                        'precision (default for --engine: bf16 on compute capability >= 8.0, '
-                        'else fp16)')
+                   help='graph dtype (the same graph on any device; the parity check of '
+                        'bf16/fp16 needs --device cuda) and engine precision (default for '
+                        '--engine: bf16 on compute capability >= 8.0, else fp16; the TensorRT '
+                        'version decides the graph it is built from)')
     p.add_argument('--device', default='cpu', help='export device: cpu or cuda[:N]')
     p.add_argument('--out', required=True, help='output .onnx file, or a directory')
     p.add_argument('--no-check', action='store_true', help='skip the ONNX Runtime parity check')
@@ -73,8 +74,6 @@ def _model(args):
 
 def run(args: argparse.Namespace) -> int:
     """Export (and check, and optionally build an engine); return the exit code."""
-    import torch
-
     from .backends.export import export_onnx, parse_batch, parse_input_size, write_report
     from .backends.fingerprint import checkpoint_fingerprint, weights_hash
     from .core.loading import parse_device
@@ -84,55 +83,70 @@ def run(args: argparse.Namespace) -> int:
     args.input_size = parse_input_size(args.input_size)
     batch = parse_batch(args.batch)
     device = parse_device(args.device)
+    plan = None
     if args.engine:  # fail before a long export, not after it
-        from .backends.tensorrt_engine import import_tensorrt, require_cuda
-
-        import_tensorrt()
-        require_cuda()
+        plan = _engine_plan(args, device)
     model, source = _model(args)
     # The same weights fingerprint the node and `infer` use, so they find this engine.
     w_hash = checkpoint_fingerprint(source) or weights_hash(model)
     out = Path(args.out).expanduser()
-    dtype = args.dtype or 'fp32'
+    dtype = plan.graph_dtype if plan is not None else args.dtype or 'fp32'
     if out.suffix != '.onnx':
         h, w = args.input_size
         out = out / f'{args.task}-{h}x{w}-{dtype}.onnx'
-    result = export_onnx(model.to(device), args.task, out, input_size=args.input_size,
-                         batch=batch, dtype=dtype, check=not args.no_check, model_id=source,
+    if plan is not None and args.dtype and dtype != args.dtype:
+        print(f'note: {plan.describe()}: exporting the {dtype} graph it is built from')
+    result = export_onnx(model, args.task, out, input_size=args.input_size, batch=batch,
+                         dtype=dtype, device=device, check=not args.no_check, model_id=source,
                          extra_metadata={'source_hash': w_hash})
     write_report(result, out.with_suffix('.json'))
-    print(f'wrote {result.path} ({result.exported_dtype}, input {args.input_size[0]}x'
-          f'{args.input_size[1]}, batch {":".join(map(str, batch))}, outputs '
-          f'{", ".join(result.output_names)}, {result.seconds:.1f} s)')
+    print(f'wrote {result.path} ({result.exported_dtype}, opset {result.opset}, input '
+          f'{args.input_size[0]}x{args.input_size[1]}, batch {":".join(map(str, batch))}, '
+          f'outputs {", ".join(result.output_names)}, {result.seconds:.1f} s)')
     for note in result.notes:
         print(f'note: {note}')
     if result.parity is not None:
         print(f'parity vs torch ({result.parity.provider}, batch {result.parity.batch}): '
               f'{result.parity.summary()}')
-    if args.engine:
-        return _engine(args, result, w_hash, batch, source, torch)
-    print(f'run it with: sapiens-ros infer --tasks {args.task} --backend onnxruntime '
-          f'--model {args.task}={out} --input-size {args.input_size[0]}x{args.input_size[1]}')
+    if plan is not None:
+        return _engine(args, plan, result, w_hash, batch, source)
+    print(f'run it with: {_infer_command(args, "onnxruntime", out)}')
     return 0
 
 
-def _engine(args, result, w_hash, batch, source, torch) -> int:
-    from .backends.engine_cache import EngineCache, EngineKey
-    from .backends.tensorrt_engine import (default_precision, get_engine, gpu_identity,
-                                           import_tensorrt, require_cuda)
+def _infer_command(args, backend: str, model: Path) -> str:
+    """Return an ``infer`` command line that runs the exported head as it stands (pasteable)."""
+    h, w = args.input_size
+    boxes = ' --boxes full' if args.task == 'pose' else ''  # no seg model needed for the boxes
+    return (f'sapiens-ros infer --tasks {args.task} --backend {backend} --model '
+            f'{args.task}={model} --input-size {h}x{w}{boxes} --out {args.task}-out')
+
+
+def _engine_plan(args, device):
+    """Return the precision plan of the engine to build (checks TensorRT and CUDA first)."""
+    from .backends.precision import default_precision, plan_precision
+    from .backends.tensorrt_build import (builder_flag_names, gpu_identity, import_tensorrt,
+                                          require_cuda)
 
     trt = import_tensorrt()
     require_cuda()
-    index = torch.device(args.device).index or 0 if args.device.startswith('cuda') else 0
-    gpu, cc = gpu_identity(index)
-    precision = args.dtype or default_precision(cc)
-    key = EngineKey(w_hash, args.task, args.input_size, batch, precision, trt.__version__, gpu,
-                    cc, graph_dtype=result.exported_dtype)
-    path = get_engine(result.path, key, cache=EngineCache(args.cache_dir),
+    args.gpu_index = device.index or 0 if device.type == 'cuda' else 0
+    args.gpu = gpu_identity(args.gpu_index)
+    cc = args.gpu[1]
+    return plan_precision(args.dtype or default_precision(cc), trt.__version__,
+                          compute_capability=cc, builder_flags=builder_flag_names(trt))
+
+
+def _engine(args, plan, result, w_hash, batch, source) -> int:
+    from .backends.artifact_cache import ArtifactCache, EngineKey, get_engine
+
+    gpu, cc = args.gpu
+    key = EngineKey.for_plan(plan, weights_hash=w_hash, task=args.task,
+                             input_size=args.input_size, batch=batch, gpu_name=gpu)
+    path = get_engine(result.path, key, plan, cache=ArtifactCache(args.cache_dir),
                       engine_path=args.engine_out, source=source,
-                      progress=sys.stderr.isatty(), device_index=index)
-    print(f'TensorRT engine: {path} ({precision}, TensorRT {trt.__version__}, {gpu} sm'
+                      progress=sys.stderr.isatty(), device_index=args.gpu_index)
+    print(f'TensorRT engine: {path} ({plan.precision}, TensorRT {plan.trt_version}, {gpu} sm'
           f'{cc[0]}{cc[1]})')
-    print(f'run it with: sapiens-ros infer --tasks {args.task} --backend tensorrt '
-          f'--model {args.task}={path}')
+    print(f'run it with: {_infer_command(args, "tensorrt", path)}')
     return 0

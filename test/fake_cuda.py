@@ -21,27 +21,46 @@ What it models:
   ``get_device_properties`` (name and compute capability per index);
 * streams: ``torch.cuda.Stream`` objects with unique handles, the legacy default stream of each
   device (handle 0) as the initial current stream, ``current_stream``, ``stream(s)`` contexts,
-  and every ``wait_stream`` recorded in :attr:`FakeCuda.log`;
-* CUDA graphs: ``CUDAGraph``, ``graph(g, pool=...)`` capture contexts on a fresh capture stream,
-  ``graph_pool_handle``. Work launched through :meth:`FakeCuda.launch` on a capturing stream is
-  recorded into the graph instead of running, and ``replay()`` runs it again on the same memory
-  (so a replay overwrites the static outputs in place, as on a GPU);
+  and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`;
+* asynchrony (``deferred=True``, the default): work launched through :meth:`FakeCuda.launch`
+  (the fake TensorRT's engine runs, graph replays) is queued on its stream and runs only when
+  something orders it: a torch operation on that stream (torch kernels run on the current
+  stream, after its queued work), ``other.wait_stream(stream)``, ``stream.synchronize()``,
+  ``torch.cuda.synchronize()`` or an event recorded after it being synchronised. So a reader
+  that forgets to wait for the producer's stream reads stale memory, as on a GPU;
+* CUDA graphs: ``CUDAGraph``, ``graph(g, pool=..., stream=..., capture_error_mode=...)``
+  capture contexts on a fresh capture stream, ``graph_pool_handle``. Work launched on the
+  capturing stream is recorded into the graph instead of running; ``replay()`` queues it on the
+  current stream, on the memory it was captured with. A capture fails as CUDA's does: a
+  ``synchronize`` (or a launch on a legacy default stream) during a capture, from any thread in
+  ``global`` mode or from the capturing thread in ``thread_local`` mode, raises and invalidates
+  it, and ``capture_end`` then raises ``cudaErrorStreamCaptureInvalidated``;
+  :attr:`FakeCuda.during_capture` runs a callback (e.g. another thread's work) inside the next
+  capture, and :attr:`FakeCuda.fail_captures` makes the next captures fail outright;
+* events: ``torch.cuda.Event(enable_timing=True)`` recorded on a stream (logged with the
+  stream's device), ``synchronize``, ``elapsed_time`` (host clock);
 * device memory: while installed, a ``TorchFunctionMode`` turns every tensor placed on
   ``cuda[:N]`` (factory functions' ``device=``, ``Tensor.to``, ``Tensor.cuda``) into host
   memory, so ``data_ptr()`` addresses are real and the fake TensorRT / ONNX Runtime read and
   write through them.
 
-What it does not model: asynchrony (work runs when it is launched, so a missing wait cannot
-corrupt values here; the tests check the recorded waits instead), kernel timing, memory pools'
-addresses, per-thread current streams, peer access, and torch kernels inside a captured region
-(only :meth:`launch` work is recorded into a graph).
+What it does not model: torch kernels themselves running asynchronously (they run when called,
+after the queued work of the current stream, so a missing wait *before* a launch cannot be
+seen, only a missing wait after one), kernel timing, memory pools' addresses, per-thread current
+streams, peer access, the legacy stream's implicit synchronisation with blocking streams (torch's
+streams are non-blocking), torch kernels inside a captured region (only :meth:`launch` work is
+recorded into a graph), and torch internals that need a CUDA build of torch (``torch.export``
+fails under the fake: export graphs before installing it).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from dataclasses import dataclass
 import itertools
+import threading
+import time
 from types import SimpleNamespace
 
 import torch
@@ -66,25 +85,32 @@ def _is_cuda(value) -> bool:
     return isinstance(value, str) and value.startswith('cuda')
 
 
+class CaptureInvalidated(RuntimeError):
+    """What CUDA reports for an operation that is not permitted while a stream is capturing."""
+
+
 class _HostMemory(TorchFunctionMode):
-    """Place every ``cuda`` tensor in host memory (see the module docstring)."""
+    """Place every ``cuda`` tensor in host memory; order torch ops after their stream's work."""
+
+    def __init__(self, cuda: FakeCuda) -> None:
+        super().__init__()
+        self._cuda = cuda
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        self._cuda.flush_current()  # torch kernels run on the current stream, in order
         kwargs = dict(kwargs or {})
         if _is_cuda(kwargs.get('device')):
             kwargs['device'] = 'cpu'
         name = getattr(func, '__name__', '')
         if name == 'to':
-            args = tuple(a for a in args if not _is_cuda(a))
-            if len(args) == 1 and not kwargs:
-                return args[0]
+            args = tuple('cpu' if _is_cuda(a) else a for a in args)
         elif name == 'cuda':
             return args[0]
         return func(*args, **kwargs)
 
 
 class FakeStream:
-    """A ``torch.cuda.Stream``: a handle on a device; waits are logged by its owner."""
+    """A ``torch.cuda.Stream``: a handle on a device, with a queue of deferred work."""
 
     def __init__(self, cuda: FakeCuda, device_index: int, handle: int) -> None:
         self._cuda = cuda
@@ -92,30 +118,18 @@ class FakeStream:
         self.cuda_stream = handle
 
     def wait_stream(self, other: FakeStream) -> None:
-        """Record that work queued on this stream from now on waits for ``other``'s."""
+        """Order this stream's later work after ``other``'s queued work (which runs now)."""
         self._cuda.log.append(('wait', self.cuda_stream, other.cuda_stream))
+        self._cuda.flush(other.cuda_stream)
 
     def synchronize(self) -> None:
-        """Nothing to wait for: fake work runs when launched."""
+        """Run every queued launch of this stream (a capture forbids it)."""
+        self._cuda.check_sync(f'stream {self.cuda_stream}.synchronize()')
         self._cuda.log.append(('synchronize', self.cuda_stream))
+        self._cuda.flush(self.cuda_stream)
 
     def __repr__(self) -> str:
         return f'<FakeStream {self.cuda_stream} on {self.device}>'
-
-
-class FakeGraph:
-    """A ``torch.cuda.CUDAGraph``: replays the launches recorded while it was captured."""
-
-    def __init__(self) -> None:
-        self.launches: list = []
-        self.pool = None
-        self.replays = 0
-
-    def replay(self) -> None:
-        """Run every recorded launch again, on the memory it was captured with."""
-        self.replays += 1
-        for work in self.launches:
-            work()
 
 
 @dataclass
@@ -127,17 +141,32 @@ class GpuSpec:
     minor: int = 0
 
 
+@dataclass
+class _Capture:
+    """One capture in progress: its graph, mode and thread, and whether it was invalidated."""
+
+    graph: object
+    mode: str
+    thread: int
+    invalid: str | None = None
+
+
 class FakeCuda:
     """Installs the fake into ``torch.cuda`` with pytest's ``monkeypatch``."""
 
-    def __init__(self, gpus: list[GpuSpec] | None = None) -> None:
+    def __init__(self, gpus: list[GpuSpec] | None = None, deferred: bool = True) -> None:
         self.gpus = gpus or [GpuSpec(), GpuSpec()]
+        self.deferred = deferred
         self.log: list[tuple] = []
+        self.fail_captures = 0  # the next N captures fail at capture_end
+        self.during_capture = None  # callback run inside the next capture (then cleared)
         self._handles = itertools.count(0x1000, 0x10)
         self._devices = [0]  # stack of current device indices (guards push and pop)
         self._legacy = {i: FakeStream(self, i, 0) for i in range(len(self.gpus))}
         self._current = dict(self._legacy)  # device index -> current stream
-        self._capturing: dict[int, FakeGraph] = {}  # capture stream handle -> graph
+        self._capturing: dict[int, _Capture] = {}  # capture stream handle -> capture
+        self._queues: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+        self._lock = threading.RLock()
         self._mode: _HostMemory | None = None
 
     # ------------------------------------------------------------------ queries for tests
@@ -150,15 +179,59 @@ class FakeCuda:
         """Return the logged events of one kind."""
         return [e for e in self.log if e[0] == kind]
 
+    def pending(self, handle: int | None = None) -> int:
+        """Return how many launches wait in the queue of ``handle`` (None: of every stream)."""
+        if handle is None:
+            return sum(len(q) for q in self._queues.values())
+        return len(self._queues.get(handle, ()))
+
+    def is_capturing(self, handle: int) -> bool:
+        """Tell whether stream ``handle`` is being captured into a graph."""
+        return handle in self._capturing
+
     # ------------------------------------------------------------------ work
     def launch(self, handle: int, work) -> None:
-        """Run ``work`` now, or record it into the graph capturing stream ``handle``."""
-        graph = self._capturing.get(handle)
-        if graph is not None:
-            graph.launches.append(work)
+        """Queue ``work`` on stream ``handle`` (run it now if not deferred), or capture it."""
+        capture = self._capturing.get(handle)
+        if capture is not None:
+            capture.graph.launches.append(work)
             self.log.append(('captured', handle))
+            return
+        if handle == 0:
+            self.check_sync('a launch on the legacy default stream')
+        if self.deferred:
+            self._queues[handle].append(work)
         else:
             work()
+
+    def flush(self, handle: int) -> None:
+        """Run the queued work of stream ``handle``, in order."""
+        with self._lock:
+            queue = self._queues.get(handle)
+            while queue:
+                queue.popleft()()
+
+    def flush_current(self) -> None:
+        """Run the queued work of every device's current stream (torch ops come after it)."""
+        if not any(self._queues.values()):
+            return
+        for stream in list(self._current.values()):
+            self.flush(stream.cuda_stream)
+
+    def flush_all(self) -> None:
+        """Run every queued launch (``torch.cuda.synchronize``)."""
+        for handle in list(self._queues):
+            self.flush(handle)
+
+    def check_sync(self, what: str) -> None:
+        """Invalidate (and raise for) a capture that ``what``, done now, would break."""
+        me = threading.get_ident()
+        for capture in self._capturing.values():
+            if capture.mode == 'global' or (capture.mode == 'thread_local'
+                                            and capture.thread == me):
+                capture.invalid = f'{what} during a {capture.mode} capture'
+                raise CaptureInvalidated(f'fake CUDA: operation not permitted when stream is '
+                                         f'capturing ({capture.invalid})')
 
     # ------------------------------------------------------------------ torch.cuda API
     def _stream_class(self):
@@ -172,6 +245,61 @@ class FakeCuda:
                 cuda.log.append(('new_stream', self.cuda_stream, index))
 
         return Stream
+
+    def _graph_class(self):
+        cuda = self
+
+        class CUDAGraph:
+            """A ``torch.cuda.CUDAGraph``: replays the launches recorded while it was captured."""
+
+            def __init__(self) -> None:
+                self.launches: list = []
+                self.pool = None
+                self.replays = 0
+
+            def replay(self) -> None:
+                """Queue every recorded launch on the current stream, on its captured memory."""
+                self.replays += 1
+                stream = cuda._current_stream()
+                cuda.log.append(('replay', stream.cuda_stream))
+                for work in self.launches:
+                    cuda.launch(stream.cuda_stream, work)
+
+        return CUDAGraph
+
+    def _event_class(self):
+        cuda = self
+
+        class Event:
+            """A ``torch.cuda.Event``: records a stream; its time is the host clock at flush."""
+
+            def __init__(self, enable_timing: bool = False, blocking: bool = False,
+                         interprocess: bool = False) -> None:
+                self.stream: FakeStream | None = None
+                self.time = None
+
+            def record(self, stream: FakeStream | None = None) -> None:
+                self.stream = stream or cuda._current_stream()
+                cuda.log.append(('event_record', self.stream.cuda_stream,
+                                 self.stream.device.index))
+                cuda.launch(self.stream.cuda_stream, self._stamp)
+
+            def _stamp(self) -> None:
+                self.time = time.perf_counter()
+
+            def synchronize(self) -> None:
+                cuda.check_sync('event.synchronize()')
+                if self.stream is not None:
+                    cuda.flush(self.stream.cuda_stream)
+
+            def elapsed_time(self, end) -> float:
+                if self.time is None or end.time is None:
+                    raise RuntimeError('fake CUDA: elapsed_time on an event not completed')
+                if end.stream.device != self.stream.device:
+                    raise RuntimeError('fake CUDA: events of two devices')
+                return (end.time - self.time) * 1e3
+
+        return Event
 
     @contextlib.contextmanager
     def _device(self, device):
@@ -204,18 +332,37 @@ class FakeCuda:
             self._current[index] = previous
 
     @contextlib.contextmanager
-    def _graph(self, graph: FakeGraph, pool=None, stream=None):
+    def _graph(self, graph, pool=None, stream=None, capture_error_mode: str = 'global'):
+        if capture_error_mode not in ('global', 'thread_local', 'relaxed'):
+            raise ValueError(f'fake CUDA: unknown capture_error_mode {capture_error_mode!r}')
+        self._synchronize()  # torch.cuda.graph synchronises the device before capturing
         index = self.current_device_index
-        capture = stream or FakeStream(self, index, next(self._handles))
+        capture_stream = stream or FakeStream(self, index, next(self._handles))
         graph.pool = pool
-        self._capturing[capture.cuda_stream] = graph
-        self.log.append(('capture_begin', capture.cuda_stream, pool))
+        capture = _Capture(graph, capture_error_mode, threading.get_ident())
+        self._capturing[capture_stream.cuda_stream] = capture
+        self.log.append(('capture_begin', capture_stream.cuda_stream, pool, capture_error_mode))
+        hook, self.during_capture = self.during_capture, None
         try:
-            with self._stream(capture):
+            with self._stream(capture_stream):
+                if hook is not None:
+                    hook()
                 yield
         finally:
-            del self._capturing[capture.cuda_stream]
-            self.log.append(('capture_end', capture.cuda_stream))
+            del self._capturing[capture_stream.cuda_stream]
+            self.log.append(('capture_end', capture_stream.cuda_stream))
+        if capture.invalid is None and self.fail_captures:
+            self.fail_captures -= 1
+            capture.invalid = 'injected failure'
+        if capture.invalid is not None:
+            graph.launches.clear()
+            raise CaptureInvalidated(f'fake CUDA: cudaErrorStreamCaptureInvalidated: '
+                                     f'{capture.invalid}')
+
+    def _synchronize(self, device=None) -> None:
+        self.check_sync('torch.cuda.synchronize()')
+        self.log.append(('device_synchronize',))
+        self.flush_all()
 
     def _properties(self, device=None):
         spec = self.gpus[_index(device, self.current_device_index)]
@@ -230,23 +377,24 @@ class FakeCuda:
             'current_device': lambda: self.current_device_index,
             'device': self._device,
             'Stream': self._stream_class(),
+            'Event': self._event_class(),
             'current_stream': self._current_stream,
             'default_stream': lambda device=None: self._legacy[
                 _index(device, self.current_device_index)],
             'stream': self._stream,
-            'synchronize': lambda device=None: self.log.append(('device_synchronize',)),
+            'synchronize': self._synchronize,
             'get_device_properties': self._properties,
             'get_device_capability': lambda device=None: (
                 self._properties(device).major, self._properties(device).minor),
             'get_device_name': lambda device=None: self._properties(device).name,
-            'CUDAGraph': FakeGraph,
+            'CUDAGraph': self._graph_class(),
             'graph': self._graph,
             'graph_pool_handle': lambda: object(),
             'empty_cache': lambda: None,
         }
         for name, value in api.items():
             monkeypatch.setattr(torch.cuda, name, value)
-        self._mode = _HostMemory()
+        self._mode = _HostMemory(self)
         self._mode.__enter__()
         return self
 
@@ -255,3 +403,4 @@ class FakeCuda:
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
+        self.flush_all()

@@ -22,7 +22,7 @@ and reports them from ``get_providers``; ``io_binding`` accepts ``'cuda'`` bindi
 pointer on the session's ``device_id`` (rejecting another device, as ORT does) and reads and
 writes that memory, which :mod:`fake_cuda` keeps on the host; ``run_with_iobinding`` records
 the stream it runs on in the fake CUDA log and, like ORT with ``user_compute_stream``, runs on
-that stream and synchronises it before returning.
+that stream (after the work queued on it) and synchronises it before returning.
 
 What it does not model: CUDA kernels, ORT's arena, the TensorRT provider's engine building
 (its options are only recorded), and graph partitioning between providers.
@@ -114,6 +114,7 @@ def make_onnxruntime_gpu(cuda) -> types.ModuleType:
 
         def run_with_iobinding(self, binding) -> None:
             cuda.log.append(('ort_run', self.stream, cuda.current_device_index))
+            cuda.flush(self.stream)  # ORT's work runs after what was queued on its stream
             self.real.run_with_iobinding(binding.real)
 
     ort.InferenceSession = InferenceSession

@@ -29,12 +29,13 @@ from sapiens_ros.backends.export import (check_parity, export_onnx, ExportWrappe
                                          parse_batch, parse_input_size)
 from sapiens_ros.backends.factory import load_pipeline, make_runner
 from sapiens_ros.backends.onnxruntime_runner import choose_providers, OnnxRuntimeRunner
-from sapiens_ros.backends.tensorrt_engine import fp32_node_names
+from sapiens_ros.backends.tensorrt_build import fp32_node_names
+from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.errors import InputSizeError
 from sapiens_ros.core.loading import load_model
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
-from sapiens_ros.core.runners import OUTPUT_NAMES, TorchRunner
+from sapiens_ros.core.runners import OUTPUT_NAMES
 import skimage.data
 import torch
 
@@ -116,14 +117,11 @@ def test_export_metadata_and_outputs(exported, checkpoints):
 def test_second_input_size(task, checkpoints, tmp_path, monkeypatch, caplog):
     """Heads without a fixed-size MLP export at another size; options vary per head."""
     model = load_model(task, str(checkpoints / task))
-    kwargs = {}
-    if task == 'pose':  # bf16 on a CPU-only machine: exported in fp32, and it says so
-        kwargs['dtype'] = 'bf16'
     if task == 'normal':  # the > 2 GB path: weights in ONNX external data
         monkeypatch.setattr('sapiens_ros.backends.export.EXTERNAL_DATA_BYTES', 0)
     with caplog.at_level(logging.WARNING):
         result = export_onnx(model, task, tmp_path / f'{task}.onnx', input_size=SECOND,
-                             batch='1:1:3', **kwargs)
+                             batch='1:1:3')
     assert result.parity is not None and result.parity.batch == 3
     assert all(v < 1e-3 for v in result.parity.max_rel.values())
     runner = OnnxRuntimeRunner(task, result.path)
@@ -132,15 +130,82 @@ def test_second_input_size(task, checkpoints, tmp_path, monkeypatch, caplog):
         runner.check_input_size(SIZE)
     out = runner(torch.randn(1, 3, *SECOND))
     assert set(out) == set(OUTPUT_NAMES[task])
-    if task == 'pose':
-        assert result.requested_dtype == 'bf16' and result.exported_dtype == 'fp32'
-        assert result.notes and 'exporting fp32 on CPU' in caplog.text
     if task == 'normal':
         assert result.external_data
         assert (tmp_path / 'normal.onnx.data').is_file()
     else:
         assert not result.external_data
         assert not (tmp_path / f'{task}.onnx.data').exists()
+
+
+@pytest.mark.parametrize('dtype,opset', [('bf16', 22), ('fp16', 18)])
+def test_reduced_precision_export_is_valid_and_computes_as_claimed(
+        dtype, opset, checkpoints, tmp_path, caplog):
+    """
+    A bf16/fp16 export made on the CPU is the graph a GPU would export, valid ONNX.
+
+    It passes the ONNX checker with full_check (bf16 Conv needs opset 22), its metadata states
+    its dtype and opset, and its convolutions and matmuls really compute in that dtype (the
+    RMSNorm/RoPE islands in fp32, as in torch). Only the parity check is skipped, with a note.
+    The caller's model is neither cast nor moved.
+    """
+    import onnx
+
+    model = load_model('seg', str(checkpoints / 'seg'))
+    with caplog.at_level(logging.WARNING):
+        result = export_onnx(model, 'seg', tmp_path / f'seg-{dtype}.onnx', input_size=SIZE,
+                             batch='1:1:2', dtype=dtype)
+    assert next(model.parameters()).dtype == torch.float32  # not changed in place
+    onnx.checker.check_model(str(result.path), full_check=True)
+    meta = onnx_metadata(result.path)
+    assert (meta['dtype'], meta['opset'], meta['io_dtype']) == (dtype, str(opset), 'fp32')
+    assert result.exported_dtype == dtype and result.opset == opset
+    assert result.parity is None and 'parity check skipped' in ' '.join(result.notes)
+    graph = onnx.shape_inference.infer_shapes(onnx.load(str(result.path)))
+    assert graph.opset_import[0].version == opset
+    claimed = {'bf16': onnx.TensorProto.BFLOAT16, 'fp16': onnx.TensorProto.FLOAT16}[dtype]
+    types = {v.name: v.type.tensor_type.elem_type for v in graph.graph.value_info}
+    types.update({t.name: t.data_type for t in graph.graph.initializer})
+    heavy = [n for n in graph.graph.node if n.op_type in ('Conv', 'ConvTranspose', 'MatMul')]
+    assert heavy and all(types[n.input[0]] == claimed and types[n.input[1]] == claimed
+                         for n in heavy)
+    io = [graph.graph.input[0], graph.graph.output[0]]
+    assert all(v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for v in io)
+
+
+def test_reduced_precision_parity_without_kernels_is_skipped(checkpoints, tmp_path,
+                                                             monkeypatch):
+    """
+    ONNX Runtime without bf16 kernels for an op (its CUDA EP has none for ConvTranspose): a note.
+
+    The check is forced on the CPU provider, which lacks bf16 Conv kernels the same way.
+    """
+    monkeypatch.setattr('sapiens_ros.backends.export._can_check_reduced', lambda device: True)
+    model = load_model('pose', str(checkpoints / 'pose'))
+    result = export_onnx(model, 'pose', tmp_path / 'p.onnx', input_size=SIZE, batch='1:1:2',
+                         dtype='bf16')
+    assert result.parity is None
+    assert 'no bf16 kernel for Conv' in ' '.join(result.notes)
+
+
+def test_export_never_changes_the_callers_model(checkpoints, tmp_path):
+    """Exporting a bf16 model as an fp32 graph works on a copy: the model stays bf16."""
+    model = load_model('normal', str(checkpoints / 'normal')).to(torch.bfloat16)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = export_onnx(model, 'normal', tmp_path / 'n.onnx', input_size=SIZE, batch='1:1:2',
+                         check=False)
+    assert onnx_metadata(result.path)['dtype'] == 'fp32'
+    after = model.state_dict()
+    assert all(after[k].dtype == v.dtype and torch.equal(after[k], v) for k, v in before.items())
+
+
+def test_an_invalid_graph_is_an_export_error(checkpoints, tmp_path, monkeypatch):
+    """bf16 at opset 18 (what the export did before) fails the checker: ExportError, clearly."""
+    monkeypatch.setattr('sapiens_ros.backends.export.graph_opset', lambda dtype: 18)
+    model = load_model('seg', str(checkpoints / 'seg'))
+    with pytest.raises(ExportError, match=r'not valid ONNX: .*Conv.*bfloat16'):
+        export_onnx(model, 'seg', tmp_path / 'bad.onnx', input_size=SIZE, batch='1:1:2',
+                    dtype='bf16')
 
 
 def test_pointmap_second_size_is_refused(checkpoints, tmp_path):
@@ -233,8 +298,10 @@ def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
         assert b.pointmap.scale_source == a.pointmap.scale_source == 'predicted'
 
 
-def test_tensorrt_provider_gets_cache_profile_and_precision(exported, tmp_path):
+def test_tensorrt_provider_gets_cache_profile_and_precision(exported, tmp_path, monkeypatch):
     """Give ORT's TensorRT provider (when asked for) an engine cache and the batch profile."""
+    monkeypatch.setattr('sapiens_ros.backends.tensorrt_build.installed_tensorrt_version',
+                        lambda: '10.3.0')  # JetPack 6: the weak fp16 flag still exists
     runner = OnnxRuntimeRunner('seg', exported['seg'], batch=(1, 2, 4), precision='fp16')
     opts = runner._tensorrt_provider_options(tmp_path)
     assert opts['trt_engine_cache_path'] == str(tmp_path / 'ort_trt')

@@ -13,12 +13,13 @@
 # limitations under the License.
 
 """
-TensorRT engine cache key/invalidation, precision plans, and clear errors without TensorRT.
+TensorRT engine cache key/invalidation, the precision plan, and clear errors without TensorRT.
 
 TensorRT and CUDA cannot exist on this CPU machine, so the cache logic runs with an injected
 ``build`` function that returns fake engine bytes (the only mock here), and the missing-library
 paths are exercised for real (``tensorrt`` is not installed; a CUDA-less torch is forced with
-monkeypatch where the test must not depend on the machine). GPU tests are marked ``gpu``.
+monkeypatch where the test must not depend on the machine). The precision plan is pure Python
+and is checked for every TensorRT version. GPU tests are marked ``gpu``.
 """
 
 import json
@@ -26,14 +27,15 @@ import logging
 import sys
 
 import pytest
+from sapiens_ros.backends.artifact_cache import (ArtifactCache, default_cache_dir, EngineKey,
+                                                 export_command, get_engine)
 from sapiens_ros.backends.artifacts import SIDECAR_VERSION
-from sapiens_ros.backends.engine_cache import (default_cache_dir, EngineCache, EngineKey,
-                                               export_command)
 from sapiens_ros.backends.errors import BackendUnavailableError, EngineError, EngineNotBuiltError
 from sapiens_ros.backends.factory import check_backend, make_runner
-from sapiens_ros.backends.tensorrt_engine import (default_precision, get_engine, import_tensorrt,
-                                                  layer_matches, parse_version, precision_plan,
-                                                  require_cuda)
+from sapiens_ros.backends.precision import (default_precision, ort_tensorrt_precision,
+                                            parse_version, plan_precision)
+from sapiens_ros.backends.tensorrt_build import (import_tensorrt, layer_matches, pin_fp32,
+                                                 require_cuda)
 from sapiens_ros.core.errors import UnknownTaskError
 import torch
 
@@ -49,15 +51,27 @@ def key(**changes) -> EngineKey:
     return EngineKey(**base)
 
 
+def plan_of(k: EngineKey):
+    """Return the precision plan that makes key ``k``."""
+    return plan_precision(k.precision, k.trt_version, compute_capability=k.compute_capability,
+                          graph_dtype=k.graph_dtype, opset=k.opset)
+
+
 class FakeBuild:
     """Stands in for the TensorRT builder (not installable here): counts builds."""
 
     def __init__(self) -> None:
         self.calls = []
 
-    def __call__(self, onnx_path, *, precision, batch, timing_cache, progress, device_index):
-        self.calls.append((str(onnx_path), precision, batch, str(timing_cache), device_index))
-        return f'engine {len(self.calls)} {precision} {batch}'.encode()
+    def __call__(self, onnx_path, *, plan, batch, timing_cache, progress, device_index):
+        self.calls.append((str(onnx_path), plan.precision, batch, str(timing_cache),
+                           device_index))
+        return f'engine {len(self.calls)} {plan.precision} {batch}'.encode()
+
+
+def engine(onnx_path, k: EngineKey, **options):
+    """``get_engine`` with the plan of ``k``."""
+    return get_engine(onnx_path, k, plan_of(k), **options)
 
 
 @pytest.fixture
@@ -73,6 +87,7 @@ def test_slot_names_model_gpu_and_tensorrt():
     for other in (key(weights_hash='f' * 16), key(task='seg'), key(input_size=(768, 576)),
                   key(batch=(1, 1, 8)), key(precision='fp16'), key(graph_dtype='bf16'),
                   key(recipe=0), key(gpu_name='RTX 4090', compute_capability=(8, 9)),
+                  key(opset=22), key(typing='strong'),
                   key(trt_version='10.7.0')):
         assert other.slot() != a.slot()
     assert a.slot().startswith('pose-1024x768-b1-2-8-bf16-Orin-sm87-trt10.3.0-')
@@ -87,7 +102,7 @@ def test_key_json_round_trip_and_validation():
 
 
 def test_store_and_lookup(tmp_path):
-    cache = EngineCache(tmp_path)
+    cache = ArtifactCache(tmp_path)
     assert not cache.lookup(key()).hit
     path = cache.store(key(), b'engine-bytes')
     sidecar = json.loads(cache.sidecar_path(path).read_text())
@@ -104,7 +119,7 @@ def test_store_and_lookup(tmp_path):
     ({'graph_dtype': 'bf16'}, 'graph_dtype: fp32 -> bf16'),
 ])
 def test_lookup_rejects_other_setup(tmp_path, other, reason):
-    cache = EngineCache(tmp_path)
+    cache = ArtifactCache(tmp_path)
     path = cache.store(key(), b'engine-bytes')
     found = cache.lookup(key(**other), path)  # e.g. an engine file passed explicitly
     assert not found.hit
@@ -112,7 +127,7 @@ def test_lookup_rejects_other_setup(tmp_path, other, reason):
 
 
 def test_lookup_detects_corruption(tmp_path):
-    cache = EngineCache(tmp_path)
+    cache = ArtifactCache(tmp_path)
     path = cache.store(key(), b'engine-bytes')
     path.write_bytes(b'engine-byt')  # truncated
     assert 'truncated or corrupt' in cache.lookup(key()).reason
@@ -129,13 +144,16 @@ def test_lookup_detects_corruption(tmp_path):
 
 
 def test_get_engine_builds_once_then_reuses(tmp_path, onnx_file, caplog):
-    cache, build = EngineCache(tmp_path), FakeBuild()
-    first = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
-    again = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    cache, build = ArtifactCache(tmp_path), FakeBuild()
+    first = engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    again = engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    with pytest.raises(ValueError, match='was not made by the plan'):
+        get_engine(onnx_file, key(), plan_precision('fp16', '10.3.0'), cache=cache,
+                   build=build)
     assert first == again and len(build.calls) == 1
     assert build.calls[0][1:3] == ('bf16', (1, 2, 8))
-    get_engine(onnx_file, key(gpu_name='A100'), cache=cache, build=build, progress=False,
-               device_index=1)
+    engine(onnx_file, key(gpu_name='A100'), cache=cache, build=build, progress=False,
+           device_index=1)
     assert build.calls[-1][4] == 1  # built on the requested GPU, not the current one
     timing = build.calls[0][3]
     assert timing == str(cache.timing_cache_path('10.3.0', 'Orin', (8, 7)))
@@ -144,8 +162,8 @@ def test_get_engine_builds_once_then_reuses(tmp_path, onnx_file, caplog):
 
 @pytest.mark.parametrize('damage', ['other_gpu', 'other_trt', 'corrupt'])
 def test_get_engine_rebuilds_stale_with_log_line(tmp_path, onnx_file, caplog, damage):
-    cache, build = EngineCache(tmp_path), FakeBuild()
-    path = get_engine(onnx_file, key(), cache=cache, build=build, progress=False)
+    cache, build = ArtifactCache(tmp_path), FakeBuild()
+    path = engine(onnx_file, key(), cache=cache, build=build, progress=False)
     want = key()
     if damage == 'other_gpu':
         want = key(gpu_name='RTX 4090', compute_capability=(8, 9))
@@ -153,8 +171,8 @@ def test_get_engine_rebuilds_stale_with_log_line(tmp_path, onnx_file, caplog, da
         want = key(trt_version='10.7.0')
     else:
         path.write_bytes(b'garbage')
-    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends.tensorrt_engine'):
-        rebuilt = get_engine(onnx_file, want, cache=cache, build=build, progress=False)
+    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends.artifact_cache'):
+        rebuilt = engine(onnx_file, want, cache=cache, build=build, progress=False)
     assert len(build.calls) == 2 and cache.lookup(want).hit
     if damage == 'corrupt':
         assert rebuilt == path and 'rebuilding the TensorRT engine' in caplog.text
@@ -166,8 +184,8 @@ def test_get_engine_rebuilds_stale_with_log_line(tmp_path, onnx_file, caplog, da
 
 def test_refuse_to_build_prints_export_command(tmp_path, onnx_file):
     with pytest.raises(EngineNotBuiltError) as err:
-        get_engine(onnx_file, key(), cache=EngineCache(tmp_path), build=FakeBuild(),
-                   allow_build=False, source='/models/pose')
+        engine(onnx_file, key(), cache=ArtifactCache(tmp_path), build=FakeBuild(),
+               allow_build=False, source='/models/pose')
     msg = str(err.value)
     assert 'building on start is disabled' in msg
     assert ('sapiens-ros export --task pose --model /models/pose --input-size 1024x768 '
@@ -176,15 +194,15 @@ def test_refuse_to_build_prints_export_command(tmp_path, onnx_file):
 
 def test_missing_onnx_is_an_error(tmp_path):
     with pytest.raises(EngineNotBuiltError, match='missing'):
-        get_engine(tmp_path / 'nope.onnx', key(), cache=EngineCache(tmp_path), build=FakeBuild())
+        engine(tmp_path / 'nope.onnx', key(), cache=ArtifactCache(tmp_path), build=FakeBuild())
 
 
 def test_explicit_engine_path_uses_its_sidecar(tmp_path, onnx_file):
-    cache, build = EngineCache(tmp_path / 'c'), FakeBuild()
+    cache, build = ArtifactCache(tmp_path / 'c'), FakeBuild()
     target = tmp_path / 'deploy' / 'pose.engine'
-    assert get_engine(onnx_file, key(), cache=cache, engine_path=target, build=build) == target
+    assert engine(onnx_file, key(), cache=cache, engine_path=target, build=build) == target
     assert (tmp_path / 'deploy' / 'pose.json').is_file()
-    get_engine(onnx_file, key(), cache=cache, engine_path=target, build=build)
+    engine(onnx_file, key(), cache=cache, engine_path=target, build=build)
     assert len(build.calls) == 1
 
 
@@ -210,69 +228,120 @@ def test_precision_defaults():
     assert parse_version('10.12.0.36b') == (10, 12, 0, 36)
 
 
-def test_precision_plan_per_version():
-    plan = precision_plan('bf16', '10.3.0', compute_capability=(8, 7))
-    assert plan.builder_flags == ['BF16'] and not plan.strongly_typed and not plan.pin_fp32
-    plan = precision_plan('fp16', '10.3.0')
-    assert plan.builder_flags == ['FP16', 'OBEY_PRECISION_CONSTRAINTS'] and plan.pin_fp32
-    assert 'STRICT_TYPES' not in plan.builder_flags
-    plan = precision_plan('fp32', '10.3.0')
-    assert plan.clear_flags == ['TF32'] and not plan.builder_flags
-    for version in ('10.12.0', '11.0.0'):  # strongly typed fp32 still clears TF32: exact fp32
-        plan = precision_plan('fp32', version)
-        assert plan.strongly_typed and plan.clear_flags == ['TF32']
-    plan = precision_plan('bf16', '10.12.0')  # weak typing deprecated: still builds, warns
-    assert plan.builder_flags == ['BF16'] and 'deprecates' in plan.warnings[0]
-    plan = precision_plan('bf16', '10.12.0', graph_dtype='bf16')
+@pytest.mark.parametrize('version,precision,graph,typing,flags', [
+    # JetPack 6: the parser documents opsets up to 20, so bf16/fp16 come from an fp32 graph
+    ('10.3.0', 'bf16', ('fp32', 18), 'weak', ('BF16',)),
+    ('10.3.0', 'fp16', ('fp32', 18), 'weak', ('FP16', 'OBEY_PRECISION_CONSTRAINTS')),
+    ('10.3.0', 'fp32', ('fp32', 18), 'weak', ()),
+    # weak typing deprecated: strongly typed from a graph in the target dtype
+    ('10.12.0', 'bf16', ('bf16', 22), 'strong', ()),
+    ('10.12.0', 'fp16', ('fp16', 18), 'strong', ()),
+    ('10.12.0', 'fp32', ('fp32', 18), 'strong', ()),
+    # weak typing removed
+    ('11.0.0', 'bf16', ('bf16', 22), 'strong', ()),
+    ('11.0.0', 'fp16', ('fp16', 18), 'strong', ()),
+    ('11.0.0', 'fp32', ('fp32', 18), 'strong', ()),
+])
+def test_precision_plan_per_version(version, precision, graph, typing, flags):
+    """One plan per (TensorRT, precision): the graph to export, its typing, flags and pins."""
+    plan = plan_precision(precision, version, compute_capability=(8, 7))
+    assert (plan.graph_dtype, plan.opset) == graph
+    assert plan.typing == typing and plan.builder_flags == flags
+    assert plan.pin_fp32 is (flags != () and precision == 'fp16')
+    assert plan.clear_flags == (('TF32',) if precision == 'fp32' else ())  # exact fp32
+    assert not plan.warnings and 'STRICT_TYPES' not in plan.builder_flags
+    k = EngineKey.for_plan(plan, weights_hash='0' * 16, task='pose', input_size=(1024, 768),
+                           batch=(1, 1, 8), gpu_name='Orin')
+    assert (k.graph_dtype, k.opset, k.typing) == (*graph, typing) and k.matches(plan)
+
+
+def test_precision_plan_keys_separate_what_differs():
+    """10.3 and 11 build bf16 from different graphs: their keys (and slots) differ."""
+    common = {'weights_hash': '0' * 16, 'task': 'pose', 'input_size': (1024, 768),
+              'batch': (1, 1, 8), 'gpu_name': 'NVIDIA H100'}
+    keys = {v: EngineKey.for_plan(plan_precision('bf16', v, compute_capability=(9, 0)),
+                                  **common) for v in ('10.3.0', '10.12.0', '11.0.0')}
+    assert keys['10.3.0'].graph_dtype == 'fp32' and keys['11.0.0'].graph_dtype == 'bf16'
+    assert len({k.slot() for k in keys.values()}) == 3
+
+
+def test_precision_plan_for_a_given_graph():
+    """A graph the user exported: the plan builds from it where TensorRT can, else says how."""
+    plan = plan_precision('bf16', '10.12.0', graph_dtype='fp32')  # deprecated: builds, warns
+    assert plan.builder_flags == ('BF16',) and 'deprecates' in plan.warnings[0]
+    plan = plan_precision('bf16', '10.12.0', graph_dtype='bf16', opset=22)
     assert plan.strongly_typed and not plan.builder_flags
-    plan = precision_plan('fp16', '11.0.0', graph_dtype='fp16')
+    plan = plan_precision('fp16', '10.3.0', graph_dtype='fp16')  # opset 18: 10.3 parses it
     assert plan.strongly_typed and not plan.pin_fp32
     with pytest.raises(EngineError, match='--dtype bf16'):
-        precision_plan('bf16', '11.0.0')  # flags removed: needs a bf16 graph
+        plan_precision('bf16', '11.0.0', graph_dtype='fp32')  # flags removed
+    with pytest.raises(EngineError, match=r'opset 22 is beyond .* \(opset 20\)'):
+        plan_precision('bf16', '10.3.0', graph_dtype='bf16')  # JetPack's parser
     with pytest.raises(EngineError, match='--dtype fp16'):  # flag missing from this build
-        precision_plan('fp16', '10.8.0', builder_flags={'TF32', 'BF16'})
+        plan_precision('fp16', '10.8.0', graph_dtype='fp32', builder_flags={'TF32', 'BF16'})
+    plan = plan_precision('fp16', '10.8.0', builder_flags={'TF32', 'BF16'})
+    assert plan.graph_dtype == 'fp16' and plan.strongly_typed  # then strongly typed
+    with pytest.raises(EngineError, match='fp32 engine needs an fp32 graph'):
+        plan_precision('fp32', '11.0.0', graph_dtype='bf16', opset=22)
     with pytest.raises(EngineError, match='compute capability >= 8.0'):
-        precision_plan('bf16', '10.3.0', compute_capability=(7, 2))
+        plan_precision('bf16', '10.3.0', compute_capability=(7, 2))
     with pytest.raises(BackendUnavailableError, match='TensorRT >= 10.0'):
-        precision_plan('fp16', '8.6.2')
+        plan_precision('fp16', '8.6.2')
+
+
+def test_ort_tensorrt_provider_precision_flags():
+    """Give the TensorRT provider of ORT the weak fp16/bf16 flags only where TensorRT has them."""
+    assert ort_tensorrt_precision('fp16', '10.3.0') == ({'trt_fp16_enable': 'True'}, None)
+    assert ort_tensorrt_precision('bf16', '10.12.0') == ({'trt_bf16_enable': 'True'}, None)
+    flags, note = ort_tensorrt_precision('bf16', '11.0.0')
+    assert flags == {} and 'removed in TensorRT 11' in note
+    assert ort_tensorrt_precision('bf16', '11.0.0', graph_dtype='bf16') == ({}, None)
+    assert ort_tensorrt_precision('fp16', None)[0] == {}  # unknown TensorRT: nothing set
+    assert ort_tensorrt_precision('fp32', '11.0.0') == ({}, None)
 
 
 def test_pin_fp32_pins_float_layers_only():
     """
-    FP16 pinning touches only float layers, never integer shape arithmetic.
+    FP16 pinning touches only float layers, never integer shape arithmetic or casts.
 
-    Fake network: models layer types, names, output dtypes and the precision setters; not
-    TensorRT's graph or builder.
+    Fake network: models layer types, names, input and output dtypes and the precision
+    setters; not TensorRT's graph or builder.
     """
     from types import SimpleNamespace
 
-    from sapiens_ros.backends.tensorrt_engine import _pin_fp32
-
     trt = SimpleNamespace(float32='f32', float16='f16', int32='i32', int64='i64',
                           LayerType=SimpleNamespace(NORMALIZATION='norm', CONSTANT='const',
-                                                    SHAPE='shape', ELEMENTWISE='elt'))
+                                                    SHAPE='shape', ELEMENTWISE='elt',
+                                                    CAST='cast'))
 
     class Layer:
 
-        def __init__(self, name, kind, dtypes):
+        def __init__(self, name, kind, dtypes, inputs=('f16',)):
             self.name, self.type, self.precision, self.set = name, kind, None, {}
             self._outs = [SimpleNamespace(dtype=d) for d in dtypes]
-            self.num_outputs = len(dtypes)
+            self._ins = [SimpleNamespace(dtype=d) for d in inputs]
+            self.num_outputs, self.num_inputs = len(dtypes), len(inputs)
 
         def get_output(self, j):
             return self._outs[j]
+
+        def get_input(self, j):
+            return self._ins[j]
 
         def set_output_type(self, j, dtype):
             self.set[j] = dtype
 
     layers = [Layer('node_pow_1', 'elt', ['f16']), Layer('ln', 'norm', ['f16']),
-              Layer('node_rope_pos_2', 'elt', ['i64']),  # integer RoPE positions
+              Layer('node_rope_pos_2', 'elt', ['i64'], ['i64']),  # integer RoPE positions
+              Layer('node_rope_cast_4', 'cast', ['f16'], ['i64']),  # their cast to float
+              Layer('node_rope_mul_5', 'elt', ['f16'], ['f16', 'i32']),  # an integer input
               Layer('node_rope_cos_3', 'const', ['f16']), Layer('node_MatMul_9', 'elt', ['f16'])]
     network = SimpleNamespace(num_layers=len(layers), get_layer=lambda i: layers[i])
-    names = {'node_pow_1', 'node_rope_pos_2', 'node_rope_cos_3'}
-    assert _pin_fp32(trt, network, names) == 2
-    assert [layer.precision for layer in layers] == ['f32', 'f32', None, None, None]
-    assert layers[0].set == {0: 'f32'} and layers[2].set == {}
+    names = {'node_pow_1', 'node_rope_pos_2', 'node_rope_cos_3', 'node_rope_cast_4',
+             'node_rope_mul_5'}
+    assert pin_fp32(trt, network, names) == 2
+    assert [layer.precision for layer in layers] == ['f32', 'f32'] + [None] * 5
+    assert layers[0].set == {0: 'f32'} and all(not layer.set for layer in layers[2:])
 
 
 def test_layer_matches():
@@ -315,7 +384,7 @@ def test_gpu_tensorrt_engine_matches_torch(tmp_path):
     pytest.importorskip('tensorrt')
     from sapiens_ros.backends.factory import make_runner
     from sapiens_ros.core.configs import random_model
-    from sapiens_ros.core.runners import TorchRunner
+    from sapiens_ros.backends.torch_runner import TorchRunner
 
     model = random_model('pose', input_size=(256, 192))
     model.save_pretrained(tmp_path / 'pose')
@@ -335,9 +404,8 @@ def test_gpu_tensorrt_engine_matches_torch(tmp_path):
 @gpu
 @pytest.mark.skipif(not HAS_CUDA, reason='needs CUDA')
 def test_gpu_torch_cuda_graphs_match_eager():
-    from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner
+    from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner, TorchRunner
     from sapiens_ros.core.configs import random_model
-    from sapiens_ros.core.runners import TorchRunner
 
     model = random_model('seg', input_size=(256, 192)).cuda()
     fast = AcceleratedTorchRunner('seg', model, cuda_graphs=True, graph_batches=(2,))
@@ -356,8 +424,8 @@ def test_gpu_ort_cuda_iobinding(tmp_path):
         pytest.skip('onnxruntime-gpu not installed')
     from sapiens_ros.backends.export import export_onnx
     from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
+    from sapiens_ros.backends.torch_runner import TorchRunner
     from sapiens_ros.core.configs import random_model
-    from sapiens_ros.core.runners import TorchRunner
 
     model = random_model('normal', input_size=(256, 192))
     export_onnx(model, 'normal', tmp_path / 'n.onnx', input_size=(256, 192))

@@ -22,7 +22,7 @@ replay sees them overwritten. It does not model kernels, streams, memory pools o
 
 import contextlib
 
-from sapiens_ros.backends.cuda_graphs import CudaGraphCache, run_in_chunks
+from sapiens_ros.backends.cuda_graphs import CapturedGraph, CudaGraphCache, run_in_chunks
 import torch
 
 
@@ -43,7 +43,7 @@ def _fake_cache(monkeypatch, fn):
     def capture(self, x):
         static_in = x.clone()
         static_out = {k: v.clone() for k, v in fn(static_in).items()}
-        return FakeGraph(fn, static_in, static_out), static_in, static_out
+        return CapturedGraph(FakeGraph(fn, static_in, static_out), fn, static_in, static_out)
 
     monkeypatch.setattr(CudaGraphCache, 'wants', lambda self, x: True)
     monkeypatch.setattr(CudaGraphCache, '_capture', capture)
@@ -76,8 +76,8 @@ def test_small_batch_runs_once_without_copy():
 
 
 def test_one_memory_pool_for_every_batch_size(monkeypatch):
-    """Every capture passes the same pool (no private pool per batch size)."""
-    pools = []
+    """Every capture passes the same pool (no private pool per batch size), thread-locally."""
+    pools, modes = [], []
 
     class Graph:
 
@@ -86,8 +86,9 @@ def test_one_memory_pool_for_every_batch_size(monkeypatch):
 
     class Capture:
 
-        def __init__(self, graph, pool=None):
+        def __init__(self, graph, pool=None, capture_error_mode='global'):
             pools.append(pool)
+            modes.append(capture_error_mode)
 
         def __enter__(self):
             return self
@@ -114,3 +115,4 @@ def test_one_memory_pool_for_every_batch_size(monkeypatch):
     for batch in (1, 2, 3):
         cache(torch.ones(batch, 3, 4, 2))
     assert len(pools) == 3 and pools[0] is not None and all(p is pools[0] for p in pools)
+    assert modes == ['thread_local'] * 3

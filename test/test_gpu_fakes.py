@@ -17,11 +17,13 @@ The GPU code paths (TensorRT build and run, ONNX Runtime on CUDA, CUDA graphs) o
 
 No GPU, CUDA torch or TensorRT exists on this machine, so three fakes stand in for the APIs the
 backends call, each saying in its docstring what it models and what it does not:
-``fake_cuda`` (torch.cuda: devices, streams, graphs; cuda tensors in host memory),
-``fake_tensorrt`` (TensorRT 10.3 / 10.12 / 11 Python API, engines run by ONNX Runtime on the CPU
-through the addresses the runner set) and ``fake_onnxruntime_gpu`` (the CUDA/TensorRT providers
-over the real CPU ONNX Runtime). Everything else is real: the tiny checkpoints, the ONNX export
-and its parity check, the artefact cache, the runners and the torch reference outputs.
+``fake_cuda`` (torch.cuda: devices, streams whose work waits until something orders it, graphs
+whose capture can fail; cuda tensors in host memory), ``fake_tensorrt`` (TensorRT 10.3 / 10.12 /
+11 Python API: a parser that refuses invalid graphs and undocumented opsets, execution contexts
+that keep their state, engines run by ONNX Runtime on the CPU through the addresses the runner
+set) and ``fake_onnxruntime_gpu`` (the CUDA/TensorRT providers over the real CPU ONNX Runtime).
+Everything else is real: the tiny checkpoints, the ONNX export and its checks, the artefact
+cache, the precision plan, the runners and the torch reference outputs.
 """
 
 from __future__ import annotations
@@ -29,19 +31,26 @@ from __future__ import annotations
 import logging
 import shutil
 import sys
+import threading
 
-from fake_cuda import FakeCuda, GpuSpec
+from fake_cuda import FakeCuda, FakeStream, GpuSpec
 from fake_onnxruntime_gpu import make_onnxruntime_gpu
 from fake_tensorrt import engine_header, make_tensorrt
 import pytest
-from sapiens_ros.backends import tensorrt_engine
+from sapiens_ros.backends import tensorrt_build
+from sapiens_ros.backends.artifact_cache import get_onnx
 from sapiens_ros.backends.errors import EngineError
+from sapiens_ros.backends.export import ExportWrapper, INPUT_NAME
 from sapiens_ros.backends.factory import make_runner
+from sapiens_ros.backends.fingerprint import checkpoint_fingerprint
+from sapiens_ros.backends.precision import plan_precision
+from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.loading import load_model
-from sapiens_ros.core.runners import TorchRunner
+from sapiens_ros.core.timing import StageTimer
 import torch
 
 SIZE = (256, 192)
+BF16_TOL = (1e-2, 5e-2)  # atol, rtol * max|torch|: the export's bf16 parity tolerance
 
 
 @pytest.fixture(scope='module')
@@ -49,12 +58,17 @@ def exported(model_dir, tmp_path_factory):
     """
     Export the tiny graphs for real before any fake goes in (the exporter must see no GPU).
 
+    fp32 graphs of pose and pointmap, and the bf16 pose graph the TensorRT 10.12+ plan asks
+    for (exported on the CPU: the same graph a GPU exports, only its parity check skipped).
     Each test copies them into its own cache, so its engines are its own.
     """
     root = tmp_path_factory.mktemp('exported')
     for task in ('pose', 'pointmap'):
         make_runner(task, 'onnxruntime', str(model_dir / task), input_size=SIZE,
                     cache_dir=root)
+    source = str(model_dir / 'pose')
+    get_onnx('pose', lambda: load_model('pose', source), input_size=SIZE, batch=(1, 1, 4),
+             dtype='bf16', cache_dir=root, w_hash=checkpoint_fingerprint(source))
     return root
 
 
@@ -69,7 +83,7 @@ def cache_dir(exported, tmp_path):
 def cuda(monkeypatch, cache_dir):
     """Two fake H100s (cuda:0, cuda:1) behind torch.cuda; cuda tensors live in host memory."""
     fake = FakeCuda([GpuSpec(), GpuSpec()]).install(monkeypatch)
-    monkeypatch.setattr(tensorrt_engine, '_LOGGER', None)  # one logger per fake module
+    monkeypatch.setattr(tensorrt_build, '_LOGGER', None)  # one logger per fake module
     yield fake
     fake.uninstall()
 
@@ -96,6 +110,12 @@ def close(got: torch.Tensor, want: torch.Tensor) -> None:
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def close_bf16(got: torch.Tensor, want: torch.Tensor) -> None:
+    atol, rtol = BF16_TOL
+    err = (got - want).abs().max().item()
+    assert err <= atol + rtol * want.abs().max().item(), err
+
+
 # --------------------------------------------------------------------------- TensorRT runner
 @pytest.mark.parametrize('version', ['10.3.0', '10.12.0', '11.0.0'])
 def test_tensorrt_runner_matches_torch_in_chunks(monkeypatch, cuda, model_dir, tmp_path,
@@ -115,6 +135,35 @@ def test_tensorrt_runner_matches_torch_in_chunks(monkeypatch, cuda, model_dir, t
     executes = cuda.events('trt_execute')
     assert len(executes) == 3  # batches 2 + 2 + 1
     assert all(device == 1 for _, _, device in executes)  # the device guard held
+
+
+@pytest.mark.parametrize('version,graph', [('10.3.0', ('fp32', 18)), ('10.12.0', ('bf16', 22)),
+                                           ('11.0.0', ('bf16', 22))])
+def test_default_bf16_engine_per_tensorrt_version(monkeypatch, cuda, model_dir, tmp_path,
+                                                  version, graph, caplog):
+    """
+    The default precision on an H100 is bf16, and every TensorRT version gets a valid graph.
+
+    10.3 (JetPack 6) documents opsets up to 20, where bf16 Conv is not valid ONNX: an fp32 graph
+    with the BF16 builder flag. 10.12 and 11 build strongly typed from the bf16 graph at opset 22
+    (the fake parser refuses anything the ONNX checker or the documented opset refuses).
+    """
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
+    trt = use_tensorrt(monkeypatch, cuda, version)
+    with caplog.at_level(logging.WARNING):
+        runner = trt_runner(model_dir, tmp_path, dtype=None)
+    build = trt.fake_state.builds[-1]
+    header = engine_header(runner.path)
+    plan = plan_precision('bf16', version, compute_capability=(9, 0))
+    assert (plan.graph_dtype, plan.opset) == graph
+    assert build['strongly_typed'] is (version != '10.3.0')
+    assert ('BF16' in build['flags']) is (version == '10.3.0')
+    assert header['weak_precision'] == ('bf16' if version == '10.3.0' else None)
+    assert 'deprecates' not in caplog.text  # 10.12 no longer takes the weakly typed path
+    close_bf16(runner(x)['heatmaps'], want)
+    assert f'-{graph[0]}-op{graph[1]}-' in str(list((tmp_path / 'cache' / 'onnx').glob(
+        f'pose-*-{graph[0]}-*.onnx'))[0])
 
 
 def test_tensorrt_stream_policy(monkeypatch, cuda, model_dir, tmp_path):
@@ -142,6 +191,29 @@ def test_tensorrt_stream_policy(monkeypatch, cuda, model_dir, tmp_path):
     assert not cuda.events('wait')  # same stream: no waits needed
 
 
+def test_missing_stream_wait_reads_stale_outputs(monkeypatch, cuda, model_dir, tmp_path):
+    """
+    The deferred fake stream catches a missing wait: without it, torch reads stale outputs.
+
+    The runner's engine runs on its own stream; its outputs are right only because torch's
+    stream waits for that stream. With ``wait_stream`` disabled the engine's work is still
+    queued when torch reads the outputs.
+    """
+    x, y = torch.randn(2, 3, *SIZE), torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', torch.cat([x, y]))['heatmaps']
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path)
+    close(runner(x)['heatmaps'], want[:2])  # with the waits: right
+    monkeypatch.setattr(FakeStream, 'wait_stream', lambda self, other: None)
+    got = runner(y)['heatmaps']
+    assert cuda.pending(runner._stream.cuda_stream) == 1  # the engine has not run yet
+    stale = got.clone()
+    assert not torch.allclose(stale, want[2:], atol=1e-3)  # whatever the memory held
+    torch.cuda.synchronize()  # once ordered, the work runs and the outputs are right
+    assert cuda.pending() == 0
+    close(got, want[2:])
+
+
 def test_tensorrt_batch_below_profile_minimum_is_padded(monkeypatch, cuda, model_dir,
                                                         tmp_path):
     """A 2:2:4 engine and one crop (or a remainder of one): padded to 2, the pad dropped."""
@@ -156,6 +228,7 @@ def test_tensorrt_batch_below_profile_minimum_is_padded(monkeypatch, cuda, model
         runner(x[:1])
 
 
+# --------------------------------------------------------------------------- CUDA graphs
 def test_tensorrt_cuda_graphs_chunked_outputs_are_distinct(monkeypatch, cuda, model_dir,
                                                            tmp_path):
     """
@@ -172,12 +245,82 @@ def test_tensorrt_cuda_graphs_chunked_outputs_are_distinct(monkeypatch, cuda, mo
     close(got, want[:4])
     got = runner(x)['heatmaps']  # 2 + 2 + 1 (padded to 2): every chunk replays the graph
     close(got, want)
-    (graph,) = [g for g, _, _ in runner._graphs._graphs.values()]
-    assert graph.replays == 5 and len(graph.launches) == 1
+    (entry,) = runner._graphs.captured.values()
+    assert entry.graph.replays == 5 and len(entry.graph.launches) == 1
     capture = cuda.events('capture_begin')
     assert len(capture) == 1 and capture[0][2] is not None  # one shared memory pool
+    assert capture[0][3] == 'thread_local'
 
 
+def test_pose_batch_sequence_with_cuda_graphs_matches_torch(monkeypatch, cuda, model_dir,
+                                                            tmp_path, caplog):
+    """
+    Crop counts 3, 1, 3, 5, 3 through a runner that captured batch 3: every call is right.
+
+    The pose crop count changes every frame. The batch-3 graph has an execution context of its
+    own; the other batches run on the plain context, which the fake context keeps reshaped, and
+    a graph replayed on a reshaped context would compute with the wrong shape.
+    """
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path, batch='1:3:4', cuda_graphs=True)
+    xs = [torch.randn(n, 3, *SIZE) for n in (3, 1, 3, 5, 3)]
+    wants = [reference(model_dir, 'pose', x)['heatmaps'] for x in xs]
+    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends.cuda_graphs'):
+        for x, want in zip(xs, wants, strict=True):
+            close(runner(x)['heatmaps'], want)
+    (entry,) = runner._graphs.captured.values()
+    assert entry.graph.replays == 3
+    plain = [r.getMessage() for r in caplog.records if 'has no CUDA graph' in r.getMessage()]
+    assert len(plain) == 2  # batch 1 and batch 4 (5 = 4 + 1), one line each, once
+
+
+def test_failed_capture_falls_back_to_plain_execution(monkeypatch, cuda, model_dir, tmp_path,
+                                                      caplog):
+    """An engine whose enqueue cannot be captured: one warning, then plain runs, right outputs."""
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    trt.fake_state.capture_fails = True
+    runner = trt_runner(model_dir, tmp_path, batch='1:2:2', cuda_graphs=True)
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            close(runner(x)['heatmaps'], want)
+    warnings = [r for r in caplog.records if 'capture' in r.getMessage()]
+    assert len(warnings) == 1 and 'runs without a graph' in warnings[0].getMessage()
+    assert not runner._graphs.captured
+    assert len(cuda.events('capture_begin')) == 1  # not retried on every frame
+
+
+def test_capture_is_thread_local(monkeypatch, cuda, model_dir, tmp_path):
+    """
+    Another thread synchronising during the capture does not break it (thread-local mode).
+
+    In CUDA's global capture mode, a synchronisation in any thread (another node's callback,
+    the ROS executor) invalidates the capture.
+    """
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path, batch='1:2:2', cuda_graphs=True)
+    errors = []
+
+    def other_thread():
+        try:
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: B902 - recorded for the assertion
+            errors.append(exc)
+
+    def during_capture():
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+
+    cuda.during_capture = during_capture
+    x = torch.randn(2, 3, *SIZE)
+    close(runner(x)['heatmaps'], reference(model_dir, 'pose', x)['heatmaps'])
+    assert not errors and len(runner._graphs.captured) == 1
+    assert cuda.events('capture_begin')[0][3] == 'thread_local'
+
+
+# --------------------------------------------------------------------------- TensorRT build
 def test_tensorrt_engine_from_another_gpu_is_rebuilt(monkeypatch, cuda, model_dir, tmp_path,
                                                      caplog):
     """Machines sharing a cache: an engine for another GPU gets its own slot, never loaded."""
@@ -192,7 +335,6 @@ def test_tensorrt_engine_from_another_gpu_is_rebuilt(monkeypatch, cuda, model_di
         type(first)('pose', first.path, device='cuda:1')
 
 
-# --------------------------------------------------------------------------- TensorRT build
 def test_build_runs_on_the_requested_gpu_and_persists_timing(monkeypatch, cuda, model_dir,
                                                              tmp_path):
     trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
@@ -208,10 +350,13 @@ def test_fp16_pins_float_norm_and_rope_layers_only(monkeypatch, cuda, model_dir,
     Weakly typed FP16 (TensorRT 10.3) pins norm layers to FP32, found by the parser's names.
 
     The layer names come from the fake parser, which names layers as TensorRT's ONNX parser
-    does (node name, then ``_<counter>`` for a node's further layers).
+    does (node name, then ``_<counter>`` for a node's further layers). A layer with an integer
+    input pinned under OBEY_PRECISION_CONSTRAINTS would fail the fake build.
     """
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
     trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
-    trt_runner(model_dir, tmp_path, dtype='fp16')
+    runner = trt_runner(model_dir, tmp_path, dtype='fp16')
     build = trt.fake_state.builds[-1]
     assert {'FP16', 'OBEY_PRECISION_CONSTRAINTS'} <= set(build['flags'])
     assert not build['strongly_typed']
@@ -220,17 +365,20 @@ def test_fp16_pins_float_norm_and_rope_layers_only(monkeypatch, cuda, model_dir,
     assert {'node_instance_norm', 'node_pow_1', 'node_rsqrt', 'node_neg'} <= pinned
     assert not build['pinned_integer']  # shape arithmetic (int64) is never pinned
     assert not any(name.startswith(('node_Shape', 'node_MatMul')) for name in pinned)
+    assert engine_header(runner.path)['weak_precision'] == 'fp16'
+    close_bf16(runner(x)['heatmaps'], want)  # fp16 weights (norms kept fp32): close to torch
 
 
 @pytest.mark.parametrize('version,ok', [
     ('10.3.0', True),   # weak typing: the BF16 flag on an fp32 graph
     ('10.12.0', True),  # deprecated but still there: builds, with a warning
-    ('11.0.0', False),  # removed: a bf16 engine needs a bf16 graph (exported on CUDA)
+    ('11.0.0', False),  # removed: a bf16 engine needs a bf16 graph
 ])
-def test_bf16_from_an_fp32_graph_per_tensorrt_version(monkeypatch, cuda, cache_dir, version,
-                                                      ok, caplog):
+def test_bf16_from_a_given_fp32_graph_per_tensorrt_version(monkeypatch, cuda, cache_dir,
+                                                           version, ok, caplog):
+    """A user's own fp32 graph: the plan builds bf16 from it where TensorRT still can."""
     trt = use_tensorrt(monkeypatch, cuda, version)
-    (graph,) = (cache_dir / 'onnx').glob('pose-*.onnx')
+    (graph,) = (cache_dir / 'onnx').glob('pose-*-fp32-*.onnx')
     options = {'dtype': 'bf16', 'device': 'cuda:0', 'batch': '1:1:2', 'cache_dir': cache_dir,
                'progress': False}
     if not ok:
@@ -245,12 +393,113 @@ def test_bf16_from_an_fp32_graph_per_tensorrt_version(monkeypatch, cuda, cache_d
     assert runner(torch.randn(1, 3, *SIZE))['heatmaps'].dtype == torch.float32
 
 
+def test_bf16_graph_is_refused_by_tensorrt_10_3(monkeypatch, cuda, cache_dir):
+    """A bf16 graph needs opset 22, beyond the opset 20 TensorRT 10.3's parser documents."""
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    (graph,) = (cache_dir / 'onnx').glob('pose-*-bf16-*.onnx')
+    with pytest.raises(EngineError, match=r'opset 22 is beyond .* \(opset 20\)'):
+        make_runner('pose', 'tensorrt', str(graph), dtype='bf16', device='cuda:0',
+                    batch='1:1:2', cache_dir=cache_dir, progress=False)
+    logger = tensorrt_build.trt_logger(trt)  # and the parser itself would refuse it
+    parser = trt.OnnxParser(trt.Builder(logger).create_network(0), logger)
+    assert not parser.parse_from_file(str(graph))
+    assert 'opset 22 is beyond the opset 20' in parser.get_error(0)
+
+
+def test_fake_parser_refuses_what_tensorrt_cannot_take(monkeypatch, model_dir, tmp_path):
+    """
+    The fake parser refuses the opset-18 bf16 graph (bf16 Conv), undocumented opsets and ops.
+
+    The opset-18 bf16 graph is what the export produced before the precision plan: built here
+    with the exporter directly, as it did (before the fake CUDA goes in).
+    """
+    model = load_model('pose', str(model_dir / 'pose')).to(torch.bfloat16)
+    bad = tmp_path / 'pose-bf16-op18.onnx'
+    dim = torch.export.Dim('batch', min=1, max=64)
+    torch.onnx.export(ExportWrapper(model, ('heatmaps',)).eval(),
+                      (torch.randn(2, 3, *SIZE),), str(bad), dynamo=True, opset_version=18,
+                      input_names=[INPUT_NAME], output_names=['heatmaps'],
+                      dynamic_shapes=({0: dim},), verbose=False)
+    cuda = FakeCuda().install(monkeypatch)
+    monkeypatch.setattr(tensorrt_build, '_LOGGER', None)
+    trt = use_tensorrt(monkeypatch, cuda, '11.0.0')
+    try:
+        _check_refusals(trt, bad, tmp_path)
+    finally:
+        cuda.uninstall()
+
+
+def _check_refusals(trt, bad, tmp_path):
+    import onnx
+    from onnx import helper, TensorProto
+
+    def parse(path):
+        logger = tensorrt_build.trt_logger(trt)
+        parser = trt.OnnxParser(trt.Builder(logger).create_network(0), logger)
+        ok = parser.parse_from_file(str(path))
+        return ok, ' '.join(parser.get_error(i) for i in range(parser.num_errors))
+
+    ok, errors = parse(bad)
+    assert not ok and 'Conv' in errors and 'bfloat16' in errors
+    with pytest.raises(EngineError, match='cannot parse .*bfloat16'):  # so does the builder
+        tensorrt_build.build_engine(bad, plan=plan_precision('fp32', '11.0.0'),
+                                    batch=(1, 1, 2), progress=False)
+    vector, ints = ([1, 4], [1, 4]), TensorProto.INT32
+    for node, opset, (xs, ys), kind in (
+            (helper.make_node('Relu', ['x'], ['y']), 26, vector, 1),  # beyond 11.x's 25
+            (helper.make_node('Gelu', ['x'], ['y']), 20, vector, 1),  # in the matrix: parses
+            (helper.make_node('Hardmax', ['x'], ['y'], axis=1), 20, vector, 1),
+            (helper.make_node('Det', ['x'], ['y']), 20, ([4, 4], []), 1),  # not in the matrix
+            (helper.make_node('MatMul', ['x', 'x'], ['y']), 20, ([4, 4], [4, 4]), ints)):
+        graph = helper.make_graph([node], 'g', [helper.make_tensor_value_info(
+            'x', kind, xs)], [helper.make_tensor_value_info('y', kind, ys)])
+        path = tmp_path / f'{node.op_type}.onnx'
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)]),
+                  str(path))
+        ok, errors = parse(path)
+        if node.op_type == 'Relu':
+            assert not ok and 'opset 26 is beyond the opset 25' in errors
+        elif node.op_type == 'Det':
+            assert not ok and 'No importer registered for op: Det' in errors
+        elif node.op_type == 'MatMul':  # valid ONNX, but TensorRT multiplies floats only
+            assert not ok and 'input type INT32 is not supported' in errors
+        else:
+            assert ok, errors
+
+
 def test_unparsable_graph_is_a_clear_error(monkeypatch, cuda, tmp_path):
     use_tensorrt(monkeypatch, cuda, '10.3.0')
     bad = tmp_path / 'pose.onnx'
     bad.write_bytes(b'\x08\x01garbage')
     with pytest.raises(EngineError, match='cannot parse pose.onnx'):
-        tensorrt_engine.build_engine(bad, precision='fp32', batch=(1, 1, 2), progress=False)
+        tensorrt_build.build_engine(bad, plan=plan_precision('fp32', '10.3.0'),
+                                    batch=(1, 1, 2), progress=False)
+
+
+# --------------------------------------------------------------------------- timing, parity
+def test_stage_timer_records_on_the_pipeline_device(cuda):
+    """The pipeline on cuda:1 times its stages on cuda:1, whatever device is current."""
+    timer = StageTimer(torch.device('cuda', 1))
+    timer.mark('preprocess')
+    timer.mark('forward')
+    times = timer.result()
+    records = cuda.events('event_record')
+    assert len(records) == 3 and all(device == 1 for _, _, device in records)
+    assert set(times) == {'preprocess', 'forward', 'total'}
+
+
+def test_parity_check_runs_on_the_model_gpu(monkeypatch, cuda, cache_dir, model_dir):
+    """The export's parity check opens ONNX Runtime on the model's GPU index, not GPU 0."""
+    from sapiens_ros.backends import export
+
+    ort = make_onnxruntime_gpu(cuda)
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    (graph,) = (cache_dir / 'onnx').glob('pose-*-fp32-*.onnx')
+    session = export._ort_session(graph, torch.device('cuda', 1))
+    assert session.providers[0] == 'CUDAExecutionProvider' and session.device_id == 1
+    wrapper = ExportWrapper(load_model('pose', str(model_dir / 'pose')), ('heatmaps',))
+    report = export.check_parity(graph, wrapper, SIZE, (1, 2, 4), device=torch.device('cuda', 1))
+    assert report.provider == 'CUDAExecutionProvider' and ort.sessions[-1].device_id == 1
 
 
 # --------------------------------------------------------------------------- ONNX Runtime CUDA
@@ -283,20 +532,32 @@ def test_onnxruntime_cuda_iobinding_stream_order(monkeypatch, cuda, model_dir, c
     assert all(kind == 'cuda' and index == 1 for _, _, kind, index, _, _ in bound)
 
 
-def test_onnxruntime_tensorrt_provider_options(monkeypatch, cuda, model_dir, cache_dir):
-    """Use the TensorRT provider of ORT only on request, then with cache, profile, precision."""
+@pytest.mark.parametrize('version,flag', [('10.3.0', 'True'), ('11.0.0', None)])
+def test_onnxruntime_tensorrt_provider_options(monkeypatch, cuda, model_dir, cache_dir,
+                                               version, flag, caplog):
+    """
+    Use the TensorRT provider of ORT only on request, then with cache, profile, precision.
+
+    Its fp16 flag is TensorRT's weak typing: set on 10.x, never on 11, which removed it (the
+    engine then follows the graph's dtype, and a warning says so).
+    """
     ort = make_onnxruntime_gpu(cuda)
     monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    use_tensorrt(monkeypatch, cuda, version)
+    monkeypatch.setattr(tensorrt_build, 'installed_tensorrt_version', lambda: version)
     make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:0',
                 input_size=SIZE, cache_dir=cache_dir, batch='1:2:4')
     assert ort.sessions[-1].providers[0] == 'CUDAExecutionProvider'  # not tried by default
-    make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:0',
-                input_size=SIZE, cache_dir=cache_dir, batch='1:2:4', dtype='fp16',
-                providers=['tensorrt', 'cuda'])
+    with caplog.at_level(logging.WARNING):
+        make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:0',
+                    input_size=SIZE, cache_dir=cache_dir, batch='1:2:4', dtype='fp16',
+                    providers=['tensorrt', 'cuda'])
     session = ort.sessions[-1]
     options = session.provider_options['TensorrtExecutionProvider']
     assert options['trt_engine_cache_enable'] == 'True'
     assert options['trt_engine_cache_path'].startswith(str(cache_dir))
     assert options['trt_profile_min_shapes'] == 'pixel_values:1x3x256x192'
     assert options['trt_profile_max_shapes'] == 'pixel_values:4x3x256x192'
-    assert options['trt_fp16_enable'] == 'True'
+    assert options.get('trt_fp16_enable') == flag
+    assert 'trt_bf16_enable' not in options
+    assert ('removed in TensorRT 11' in caplog.text) is (flag is None)

@@ -13,13 +13,18 @@
 # limitations under the License.
 
 """
-Export a Sapiens2 head to ONNX (torch dynamo exporter, opset 18) and check it against torch.
+Export a Sapiens2 head to ONNX (torch dynamo exporter) and check it against torch.
 
 The exported graph takes ``pixel_values`` float32 ``(batch, 3, H, W)`` with a dynamic batch and a
 static ``H x W``, and returns the head's raw outputs in float32 under the names of
 :data:`~sapiens_ros.core.runners.OUTPUT_NAMES` (pose: ``heatmaps``; seg: ``logits``; normal:
 ``normals``; pointmap: ``pointmaps`` and ``scales``), so every backend plugs into the same
-pipeline.
+pipeline. Inside, it computes in its dtype (fp32, bf16 or fp16), at the opset that dtype needs
+(:func:`~.precision.graph_opset`: bf16 Conv is valid ONNX only from opset 22). A graph is the same
+whichever device exports it; only the parity check of a reduced-precision graph needs CUDA, and
+is skipped with a note without it. Every graph passes ``onnx.checker.check_model(full_check=True)``
+before it is returned, and records its dtype and opset in its ``sapiens_ros.*`` metadata. The
+caller's model is never cast or moved: the export works on a converted copy when it must.
 
 Workaround for the dynamo exporter: transformers models return a ``ModelOutput`` (a dict with
 optional ``None`` fields) that the ONNX graph cannot express, so :class:`ExportWrapper` returns a
@@ -30,10 +35,12 @@ and the outputs back to float32, keeping the graph's I/O float32 whatever the we
 from __future__ import annotations
 
 import contextlib
+import copy
 from dataclasses import dataclass, field
 import json
 import logging
 from pathlib import Path
+import re
 import time
 
 import numpy as np
@@ -41,12 +48,12 @@ import torch
 
 from .errors import BackendUnavailableError, ExportError, ParityError
 from .fingerprint import weights_hash
+from .precision import graph_opset
 from ..core.loading import check_input_size, parse_dtype
 from ..core.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
 
-OPSET = 18
 INPUT_NAME = 'pixel_values'
 #: Models above this many bytes of weights are saved with ONNX external data (protobuf: 2 GiB).
 EXTERNAL_DATA_BYTES = 2 * 1024 ** 3 - 64 * 1024 ** 2
@@ -152,19 +159,30 @@ class ExportResult:
     seconds: float
     parity: ParityReport | None = None
     notes: list[str] = field(default_factory=list)
+    opset: int = 18
 
 
-def _export_dtype(requested: torch.dtype, device: torch.device, notes: list[str]) -> torch.dtype:
-    """Pick the export dtype: reduced precision needs CUDA for the export and its check."""
-    if requested == torch.float32 or device.type == 'cuda':
-        return requested
-    msg = (f'{dtype_name(requested)} export needs a CUDA device (ONNX Runtime on CPU lacks '
-           f'{dtype_name(requested)} kernels for the parity check): exporting fp32 on CPU '
-           f'instead. The precision is applied when the TensorRT engine is built '
-           f'(--engine --dtype {dtype_name(requested)}).')
-    LOG.warning(msg)
-    notes.append(msg)
-    return torch.float32
+def converted(model: torch.nn.Module, device: torch.device,
+              dtype: torch.dtype) -> torch.nn.Module:
+    """
+    Return ``model`` on ``device`` in ``dtype``: itself if it is already, else a converted copy.
+
+    The copy is made tensor by tensor in the target dtype and device (as ``Module.to`` converts:
+    floating-point parameters and buffers get ``dtype``, others keep theirs), so the caller's
+    model is never changed and no intermediate full-size copy is made.
+    """
+    first = next(model.parameters())
+    if first.device == device and first.dtype == dtype and all(
+            p.device == device and p.dtype == dtype for p in model.parameters()):
+        return model
+    memo: dict[int, object] = {}
+    for tensor in list(model.parameters()) + list(model.buffers()):
+        target = dtype if tensor.is_floating_point() else tensor.dtype
+        moved = tensor.detach().to(device=device, dtype=target, copy=True)
+        if isinstance(tensor, torch.nn.Parameter):
+            moved = torch.nn.Parameter(moved, requires_grad=False)
+        memo[id(tensor)] = moved
+    return copy.deepcopy(model, memo).eval()
 
 
 @contextlib.contextmanager
@@ -189,66 +207,104 @@ def _param_bytes(model: torch.nn.Module) -> int:
 def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
                 input_size: tuple[int, int] = (1024, 768),
                 batch: tuple[int, int, int] | str = (1, 1, 8), dtype: str = 'fp32',
-                check: bool = True, model_id: str = '', seed: int = 0,
+                device: torch.device | str | None = None, check: bool = True,
+                model_id: str = '', seed: int = 0,
                 extra_metadata: dict[str, str] | None = None) -> ExportResult:
     """
-    Export ``model`` (a ``Sapiens2For*`` for ``task``) to ``out`` and check parity.
+    Export ``model`` (a ``Sapiens2For*`` for ``task``) to ``out`` in ``dtype`` and check it.
 
-    ``dtype`` reduced precision (bf16/fp16) is exported as such on CUDA; on CPU the graph stays
-    fp32 (logged, and recorded in ``ExportResult.notes``). The model is cast in place. Raises
-    :class:`ParityError` when ONNX Runtime differs from torch beyond :data:`TOLERANCES`.
+    ``device``: where the export and the parity check run (default: the model's). The graph is
+    the same on any device; the parity check of a bf16/fp16 graph needs CUDA and ONNX Runtime's
+    CUDA provider and is skipped with a note (``ExportResult.notes``) without them. Raises
+    :class:`ExportError` when the graph is not valid ONNX and :class:`ParityError` when ONNX
+    Runtime differs from torch beyond :data:`TOLERANCES`. The caller's model is not changed.
     """
     started = time.perf_counter()
     input_size = check_input_size(task, model.config, input_size)
     batch = parse_batch(batch)
-    requested = parse_dtype(dtype)
-    first = next(model.parameters())
+    torch_dtype = parse_dtype(dtype)
+    graph_dtype = dtype_name(torch_dtype)
+    opset = graph_opset(graph_dtype)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
     notes: list[str] = []
-    export_dtype = _export_dtype(requested, first.device, notes)
-    model = model.to(export_dtype).eval()
     names = present_outputs(task, model, input_size)
+    model = converted(model, device, torch_dtype)
     wrapper = ExportWrapper(model, names).eval()
     out = Path(out).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     external = _param_bytes(model) > EXTERNAL_DATA_BYTES
-    example = torch.randn(max(2, batch[1]), 3, *input_size, device=first.device)
+    example = torch.randn(max(2, batch[1]), 3, *input_size, device=device)
     dim = torch.export.Dim('batch', min=1, max=MAX_ONNX_BATCH)
     for stale in (out, out.with_name(out.name + '.data')):
         stale.unlink(missing_ok=True)
     try:
         with torch.no_grad(), _quiet_exporter_logs():
             program = torch.onnx.export(
-                wrapper, (example,), dynamo=True, opset_version=OPSET,
+                wrapper, (example,), dynamo=True, opset_version=opset,
                 input_names=[INPUT_NAME], output_names=list(names),
                 dynamic_shapes=({0: dim},), external_data=external, verbose=False)
     except Exception as exc:  # noqa: B902 - the exporter raises many types; re-raise as one
         raise ExportError(f'ONNX export of {task} failed: {type(exc).__name__}: {exc}') from exc
     w_hash = weights_hash(model)
     meta = {'task': task, 'input_size': f'{input_size[0]}x{input_size[1]}',
-            'batch': ':'.join(map(str, batch)), 'dtype': dtype_name(export_dtype),
-            'outputs': ','.join(names), 'weights_hash': w_hash, 'model_id': model_id or '',
-            'producer': 'sapiens_ros', **(extra_metadata or {})}
+            'batch': ':'.join(map(str, batch)), 'dtype': graph_dtype, 'io_dtype': 'fp32',
+            'opset': str(opset), 'outputs': ','.join(names), 'weights_hash': w_hash,
+            'model_id': model_id or '', 'producer': 'sapiens_ros', **(extra_metadata or {})}
     program.model.metadata_props.update({f'sapiens_ros.{k}': str(v) for k, v in meta.items()})
     program.save(str(out), external_data=external)
     external = out.with_name(out.name + '.data').exists()  # what was written, not what was asked
-    result = ExportResult(out, task, input_size, batch, names, dtype_name(requested),
-                          dtype_name(export_dtype), w_hash, external,
-                          time.perf_counter() - started, notes=notes)
-    LOG.info('exported %s to %s (%s, batch %s, %.1f s)', task, out, meta['dtype'],
+    check_graph(out)
+    result = ExportResult(out, task, input_size, batch, names, graph_dtype, graph_dtype, w_hash,
+                          external, time.perf_counter() - started, notes=notes, opset=opset)
+    LOG.info('exported %s to %s (%s, opset %d, batch %s, %.1f s)', task, out, graph_dtype, opset,
              meta['batch'], result.seconds)
-    if check and export_dtype != torch.float32 and not _ort_has_cuda():
-        msg = (f'parity check skipped: ONNX Runtime has no CUDA provider to run the '
-               f'{dtype_name(export_dtype)} graph (pip install onnxruntime-gpu to check it)')
+    if check and graph_dtype != 'fp32' and not _can_check_reduced(device):
+        where = 'ONNX Runtime has no CUDA provider' if device.type == 'cuda' else \
+            f'the export ran on {device}'
+        msg = (f'parity check skipped: {where}, and ONNX Runtime runs {graph_dtype} graphs only '
+               f'on CUDA (export with --device cuda and onnxruntime-gpu installed to check it); '
+               f'the graph is the same as a CUDA export')
         LOG.warning(msg)
         notes.append(msg)
         check = False
     if check:
         LOG.info('checking %s against torch with ONNX Runtime (batch %d on %s; minutes for a '
-                 'real-size model on a CPU)...', out.name, max(2, batch[1]), first.device)
-        result.parity = check_parity(out, wrapper, input_size, batch, seed=seed + 1)
-        LOG.info('parity of %s vs torch (batch %d, %s): %s', out.name, result.parity.batch,
-                 result.parity.provider, result.parity.summary())
+                 'real-size model on a CPU)...', out.name, max(2, batch[1]), device)
+        try:
+            result.parity = check_parity(out, wrapper, input_size, batch, seed=seed + 1,
+                                         device=device)
+        except ExportError as exc:
+            missing = _missing_kernel(exc)
+            if isinstance(exc, ParityError) or graph_dtype == 'fp32' or missing is None:
+                raise
+            msg = (f'parity check skipped: ONNX Runtime has no {graph_dtype} kernel for '
+                   f'{missing} on CUDA (the graph is valid ONNX; TensorRT runs it)')
+            LOG.warning(msg)
+            notes.append(msg)
+        else:
+            LOG.info('parity of %s vs torch (batch %d, %s): %s', out.name, result.parity.batch,
+                     result.parity.provider, result.parity.summary())
     return result
+
+
+def _missing_kernel(exc: Exception) -> str | None:
+    """Return the op ONNX Runtime says it has no kernel for (NOT_IMPLEMENTED), else None."""
+    text = f'{exc} {exc.__cause__ or ""}'
+    if 'NOT_IMPLEMENTED' not in text and 'Could not find an implementation' not in text:
+        return None
+    match = re.search(r'implementation for (\w+)', text)
+    return match.group(1) if match else 'an operator'
+
+
+def check_graph(path: str | Path) -> None:
+    """Raise :class:`ExportError` unless ``onnx.checker.check_model(full_check=True)`` passes."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except Exception as exc:  # noqa: B902 - checker and shape inference raise several types
+        raise ExportError(f'the exported graph {Path(path).name} is not valid ONNX: '
+                          f'{str(exc).strip().splitlines()[0]}') from exc
 
 
 def onnx_metadata(path: str | Path) -> dict[str, str]:
@@ -261,6 +317,11 @@ def onnx_metadata(path: str | Path) -> dict[str, str]:
             if p.key.startswith(prefix)}
 
 
+def _can_check_reduced(device: torch.device) -> bool:
+    """Tell whether a bf16/fp16 graph can be parity-checked here (CUDA and ORT's CUDA EP)."""
+    return device.type == 'cuda' and _ort_has_cuda()
+
+
 def _ort_has_cuda() -> bool:
     try:
         import onnxruntime as ort
@@ -270,26 +331,35 @@ def _ort_has_cuda() -> bool:
 
 
 def _ort_session(path: Path, device: torch.device):
+    """Open ``path`` in ONNX Runtime on ``device`` (its CUDA index, not GPU 0), CPU otherwise."""
     try:
         import onnxruntime as ort
     except ImportError:
         raise BackendUnavailableError(
             'the parity check needs ONNX Runtime: pip install onnxruntime (or onnxruntime-gpu), '
             'or skip it with check=False') from None
-    providers = ['CPUExecutionProvider']
+    providers, provider_options = ['CPUExecutionProvider'], [{}]
     if device.type == 'cuda' and 'CUDAExecutionProvider' in ort.get_available_providers():
-        providers.insert(0, 'CUDAExecutionProvider')
+        providers.insert(0, 'CUDAExecutionProvider')  # exact fp32: no TF32 in the check
+        provider_options.insert(0, {'device_id': str(device.index or 0), 'use_tf32': '0'})
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=providers)
+    return ort.InferenceSession(str(path), options, providers=providers,
+                                provider_options=provider_options)
 
 
 def check_parity(path: str | Path, wrapper: ExportWrapper, input_size: tuple[int, int],
                  batch: tuple[int, int, int], *, seed: int = 1,
-                 tolerance: tuple[float, float] | None = None) -> ParityReport:
-    """Compare ONNX Runtime with torch on a fresh random batch; raise :class:`ParityError`."""
+                 tolerance: tuple[float, float] | None = None,
+                 device: torch.device | None = None) -> ParityReport:
+    """
+    Compare ONNX Runtime with torch on a fresh random batch; raise :class:`ParityError`.
+
+    Both run on ``device`` (default: the wrapper's): ONNX Runtime on the CUDA provider of the
+    same GPU index when the device is CUDA.
+    """
     path = Path(path)
-    device = next(wrapper.parameters()).device
+    device = device or next(wrapper.parameters()).device
     atol, rtol = tolerance or TOLERANCES[wrapper.dtype]
     n = min(max(batch[0], 3), batch[2])  # a batch other than the export example where allowed
     gen = torch.Generator().manual_seed(seed)
@@ -331,7 +401,8 @@ def write_report(result: ExportResult, path: str | Path) -> None:
     data = {'path': str(result.path), 'task': result.task,
             'input_size': list(result.input_size), 'batch': list(result.batch),
             'outputs': list(result.output_names), 'requested_dtype': result.requested_dtype,
-            'exported_dtype': result.exported_dtype, 'weights_hash': result.weights_hash,
+            'exported_dtype': result.exported_dtype, 'opset': result.opset,
+            'weights_hash': result.weights_hash,
             'external_data': result.external_data, 'seconds': round(result.seconds, 2),
             'notes': result.notes}
     if result.parity is not None:

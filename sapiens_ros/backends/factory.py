@@ -19,7 +19,9 @@ Choose a backend by name: build one runner per task, or a whole pipeline.
 (CPU/CUDA/TensorRT execution providers, whichever are installed) or ``tensorrt`` (native
 engines). A task's source is a checkpoint (hub id or directory), an exported ``.onnx`` file, or
 (tensorrt) a built ``.engine``. From a checkpoint, the ONNX graph and the TensorRT engine are
-created on first use in the user cache dir (:func:`~.engine_cache.default_cache_dir`) and reused.
+created on first use in the user cache dir (:func:`~.artifact_cache.default_cache_dir`) and
+reused; for TensorRT, :func:`~.precision.plan_precision` decides which graph and which build.
+A model passed in memory is never cast or moved: exports work on converted copies.
 """
 
 from __future__ import annotations
@@ -31,10 +33,9 @@ from pathlib import Path
 import torch
 
 from . import BACKENDS
-from .artifacts import entry_lock, RECIPE_VERSION, sidecar_of, staging, verify, write_sidecar
-from .engine_cache import EngineCache, EngineKey, export_command
+from .artifact_cache import ArtifactCache, EngineKey, export_command, get_engine, get_onnx
 from .errors import EngineNotBuiltError
-from .export import dtype_name, export_onnx, onnx_metadata, parse_batch
+from .export import dtype_name, onnx_metadata, parse_batch
 from .fingerprint import checkpoint_fingerprint, file_hash, weights_hash
 from ..core.errors import SapiensError, UnknownTaskError
 from ..core.input_size import task_input_sizes
@@ -55,46 +56,6 @@ def check_backend(backend: str) -> str:
     if name not in BACKENDS:
         raise UnknownTaskError(f'unknown backend {backend!r}; use one of {", ".join(BACKENDS)}')
     return name
-
-
-def onnx_key(task: str, input_size: tuple[int, int], dtype: str, w_hash: str) -> dict:
-    """Everything a cached ONNX graph depends on (the graph's batch dimension is dynamic)."""
-    return {'kind': 'onnx', 'task': task, 'input_size': list(input_size), 'dtype': dtype,
-            'weights': w_hash, 'recipe': RECIPE_VERSION}
-
-
-def cached_onnx(task: str, model: torch.nn.Module | Callable[[], torch.nn.Module], *,
-                input_size: tuple[int, int], batch: tuple[int, int, int], dtype: str = 'fp32',
-                cache_dir: str | Path | None = None, model_id: str = '',
-                w_hash: str | None = None) -> Path:
-    """
-    Return ``model``'s graph from the cache, exporting (and parity-checking) it if needed.
-
-    ``model`` may be a function that loads it: a cache hit then loads nothing (``w_hash``, e.g.
-    :func:`checkpoint_fingerprint`, identifies the weights). A missing, corrupt or stale entry is
-    rebuilt with one log line; a graph that fails its parity check is never cached.
-    """
-    cache = EngineCache(cache_dir)
-    if w_hash is None:
-        model = model() if callable(model) and not isinstance(model, torch.nn.Module) else model
-        w_hash = weights_hash(model)
-    h, w = input_size
-    key = onnx_key(task, input_size, dtype, w_hash)
-    path = cache.root / 'onnx' / f'{task}-{h}x{w}-{dtype}-{w_hash}.onnx'
-    with entry_lock(path):
-        reason = verify(path, key)
-        if reason is None:
-            LOG.info('using cached ONNX graph %s', path)
-            return path
-        if path.exists() or sidecar_of(path).exists():
-            LOG.warning('cached ONNX graph unusable (%s): exporting it again', reason)
-        if callable(model) and not isinstance(model, torch.nn.Module):
-            model = model()
-        with staging(path) as staged:
-            export_onnx(model, task, staged, input_size=input_size, batch=batch, dtype=dtype,
-                        model_id=model_id, extra_metadata={'source_hash': w_hash})
-        write_sidecar(path, key, {'model_id': model_id})
-    return path
 
 
 def _onnx_hash(onnx_path: Path) -> str:
@@ -137,9 +98,10 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
         from .onnxruntime_runner import OnnxRuntimeRunner
 
         if path is None or path.suffix not in ONNX_SUFFIXES:
-            path = cached_onnx(task, _fp32_cpu(task, source, size, model), input_size=input_size,
-                               batch=batch, cache_dir=cache_dir, model_id=source or '',
-                               w_hash=checkpoint_fingerprint(source) if model is None else None)
+            path = get_onnx(task, _loader(task, source, size, model), input_size=input_size,
+                            batch=batch, device='cpu', cache_dir=cache_dir,
+                            model_id=source or '',
+                            w_hash=checkpoint_fingerprint(source) if model is None else None)
         return OnnxRuntimeRunner(task, path, device=dev, providers=providers,
                                  model_id=source or str(path), cache_dir=cache_dir, batch=batch,
                                  precision=dtype_name(_dtype(dtype)) if dtype else 'fp32')
@@ -150,8 +112,9 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
 
 def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_size, batch,
                      cuda_graphs, cache_dir, allow_build, progress):
-    from .tensorrt_engine import (default_precision, get_engine, gpu_identity, import_tensorrt,
-                                  parse_version, require_cuda, STRONG_TYPING_VERSION)
+    from .precision import default_precision, plan_precision
+    from .tensorrt_build import (builder_flag_names, graph_info, gpu_identity, import_tensorrt,
+                                 require_cuda)
     from .tensorrt_runner import TensorRTRunner
 
     trt = import_tensorrt()
@@ -164,22 +127,23 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                               cuda_graph_batch=graph_batch)
     gpu, cc = gpu_identity(device.index or 0)
     precision = dtype_name(_dtype(dtype)) if dtype else default_precision(cc)
-    cache = EngineCache(cache_dir)
-    strong = parse_version(trt.__version__)[:2] >= STRONG_TYPING_VERSION
-    graph_dtype = precision if strong and precision != 'fp32' else 'fp32'
-    if path is not None and path.suffix in ONNX_SUFFIXES:
+    cache = ArtifactCache(cache_dir)
+    given = {}
+    if path is not None and path.suffix in ONNX_SUFFIXES:  # the user's graph: plan around it
         onnx_path, w_hash, meta = path, _onnx_hash(path), onnx_metadata(path)
         input_size = tuple(int(v) for v in meta.get(
             'input_size', f'{input_size[0]}x{input_size[1]}').split('x'))
-        graph_dtype = meta.get('dtype', 'fp32')
+        given = dict(zip(('graph_dtype', 'opset'), graph_info(path), strict=True))
     else:
         w_hash = checkpoint_fingerprint(source) if model is None else None
         if w_hash is None:  # no files to fingerprint: hash the weights themselves
             model = model if model is not None else load_model(task, source, size=size)
-            w_hash = weights_hash(model.float())
+            w_hash = weights_hash(model)
         onnx_path = None
-    key = EngineKey(w_hash, task, input_size, batch, precision, trt.__version__, gpu, cc,
-                    graph_dtype=graph_dtype)
+    plan = plan_precision(precision, trt.__version__, compute_capability=cc,
+                          builder_flags=builder_flag_names(trt), **given)
+    key = EngineKey.for_plan(plan, weights_hash=w_hash, task=task, input_size=input_size,
+                             batch=batch, gpu_name=gpu)
     found = cache.lookup(key)
     if found.hit:  # no export needed
         LOG.info('using %s', found.reason)
@@ -191,28 +155,22 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                 f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
                 f'is disabled. Build it with:\n  '
                 + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
-        target = device if graph_dtype != 'fp32' else torch.device('cpu')
-
-        def load() -> torch.nn.Module:  # only on a cache miss of the graph
-            loaded = model if model is not None else load_model(task, source, size=size)
-            return loaded.to(target)
-
-        onnx_path = cached_onnx(task, load, input_size=input_size, batch=batch,
-                                dtype=graph_dtype, cache_dir=cache_dir, model_id=source or '',
-                                w_hash=w_hash)
-    engine = get_engine(onnx_path, key, cache=cache, allow_build=allow_build,
+        # Exported and parity-checked on this GPU (ONNX Runtime's CUDA provider if installed).
+        onnx_path = get_onnx(task, _loader(task, source, size, model), input_size=input_size,
+                             batch=batch, dtype=plan.graph_dtype, device=device,
+                             cache_dir=cache_dir, model_id=source or '', w_hash=w_hash)
+    engine = get_engine(onnx_path, key, plan, cache=cache, allow_build=allow_build,
                         source=source or '<model>', progress=progress,
                         device_index=device.index or 0)
     return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
                           cuda_graph_batch=graph_batch)
 
 
-def _fp32_cpu(task: str, source: str | None, size: str,
-              model: torch.nn.Module | None) -> Callable[[], torch.nn.Module]:
-    """Return a loader of the fp32 CPU model to export (called only on a cache miss)."""
+def _loader(task: str, source: str | None, size: str,
+            model: torch.nn.Module | None) -> Callable[[], torch.nn.Module]:
+    """Return a loader of the model to export (called only on a cache miss; never cast here)."""
     def load() -> torch.nn.Module:
-        loaded = model if model is not None else load_model(task, source, size=size)
-        return loaded.float().cpu()
+        return model if model is not None else load_model(task, source, size=size)
 
     return load
 

@@ -41,7 +41,8 @@ LOG = logging.getLogger(__name__)
 
 #: Default execution providers; only installed ones are used. ORT's TensorRT provider builds its
 #: own engines at first use (minutes, per batch shape): ask for it with ``providers`` (it then
-#: gets an engine cache, the batch profile and the precision) or use ``backend=tensorrt``.
+#: gets an engine cache, the batch profile and, on TensorRT < 11, the precision flag) or use
+#: ``backend=tensorrt``.
 DEFAULT_PROVIDERS = ('CUDAExecutionProvider', 'CPUExecutionProvider')
 _GPU_PROVIDERS = ('TensorrtExecutionProvider', 'CUDAExecutionProvider')
 _SHORT = {'tensorrt': 'TensorrtExecutionProvider', 'trt': 'TensorrtExecutionProvider',
@@ -172,8 +173,16 @@ class OnnxRuntimeRunner:
         return opts
 
     def _tensorrt_provider_options(self, cache_dir: str | Path | None) -> dict:
-        """Engine cache, the batch profile and the precision for ORT's TensorRT provider."""
-        from .engine_cache import default_cache_dir
+        """
+        Engine cache, the batch profile and the precision for ORT's TensorRT provider.
+
+        The precision flags are TensorRT's weak typing, which TensorRT 11 removed: they are set
+        only where :func:`~.precision.ort_tensorrt_precision` finds them for the installed
+        TensorRT.
+        """
+        from .artifact_cache import default_cache_dir
+        from .precision import ort_tensorrt_precision
+        from .tensorrt_build import installed_tensorrt_version
 
         folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         h, w = (int(v) for v in self.metadata.get('input_size', '0x0').split('x'))
@@ -186,8 +195,11 @@ class OnnxRuntimeRunner:
         if h and w:
             opts.update(trt_profile_min_shapes=profile[0], trt_profile_opt_shapes=profile[1],
                         trt_profile_max_shapes=profile[2])
-        if self._precision in ('fp16', 'bf16'):
-            opts['trt_fp16_enable' if self._precision == 'fp16' else 'trt_bf16_enable'] = 'True'
+        flags, note = ort_tensorrt_precision(self._precision, installed_tensorrt_version(),
+                                             self.metadata.get('dtype', 'fp32'))
+        if note:
+            LOG.warning(note)
+        opts.update(flags)
         return opts
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:

@@ -22,6 +22,11 @@ stream, ordered after torch's with a device-side wait, when torch is on the lega
 stream (handle 0, on which TensorRT adds host synchronisations). Every call runs under a device
 guard for the runner's GPU. Batches beyond the profile's maximum run in chunks, and one below
 its minimum is zero-padded (:func:`~.cuda_graphs.run_in_chunks`).
+
+With CUDA graphs, each captured batch gets an execution context of its own, whose shapes and
+addresses stay those of its graph's static buffers; every other batch runs on the plain context.
+TensorRT bakes a context's state into a graph captured from it (trtexec captures one graph per
+context), so a graph must never see its context reshaped by a run of another batch.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import torch
 
 from .cuda_graphs import CudaGraphCache, run_in_chunks
 from .errors import check_static_size, EngineError
-from .tensorrt_engine import import_tensorrt, require_cuda, trt_logger
+from .tensorrt_build import import_tensorrt, require_cuda, trt_logger
 from ..core.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
@@ -94,7 +99,8 @@ class TensorRTRunner:
         self.input_size = (int(shape[2]), int(shape[3]))
         lo, _, hi = self.engine.get_tensor_profile_shape(self.input_name, 0)
         self.batch_range = (int(lo[0]), int(hi[0]))
-        self._graphs = (CudaGraphCache(self._execute, self.device, batches=(cuda_graph_batch,))
+        self._graphs = (CudaGraphCache(self._execute, self.device, batches=(cuda_graph_batch,),
+                                       make_fn=self._graph_fn, name=f'tensorrt {task}')
                         if cuda_graph_batch else None)
         LOG.info('tensorrt %s: %s (input %dx%d, batch %d-%d)', task, self.path.name,
                  *self.input_size, *self.batch_range)
@@ -114,8 +120,16 @@ class TensorRTRunner:
         fn = self._graphs if self._graphs is not None else self._execute
         return run_in_chunks(fn, x, self.batch_range[1], self.batch_range[0])
 
-    def _execute(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        ctx = self.context
+    def _graph_fn(self, batch: int):
+        """Return the function one captured batch replays: on an execution context of its own."""
+        with torch.cuda.device(self.device):
+            context = self.engine.create_execution_context()
+        if context is None:
+            raise EngineError(f'TensorRT could not create an execution context for {self.task}')
+        return lambda x: self._execute(x, context)
+
+    def _execute(self, x: torch.Tensor, context=None) -> dict[str, torch.Tensor]:
+        ctx = self.context if context is None else context
         if not ctx.set_input_shape(self.input_name, tuple(x.shape)):
             raise EngineError(f'{self.path.name} rejected input shape {tuple(x.shape)} '
                               f'(profile batch {self.batch_range}, input {self.input_size})')

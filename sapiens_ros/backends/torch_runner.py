@@ -13,11 +13,11 @@
 # limitations under the License.
 
 """
-The torch backend's accelerated modes: ``torch.compile`` and CUDA-graph replay.
+The torch backend: eager transformers models, and their ``torch.compile`` and CUDA-graph modes.
 
-Both wrap :class:`sapiens_ros.core.runners.TorchRunner` without changing it: ``torch.compile``
-returns a module that forwards ``config`` and parameters to the original, and CUDA graphs wrap
-the runner's call for a fixed batch.
+:class:`TorchRunner` runs a ``Sapiens2For*`` model eagerly. :class:`AcceleratedTorchRunner`
+wraps it without changing it: ``torch.compile`` returns a module that forwards ``config`` and
+parameters to the original, and CUDA graphs wrap the runner's call for a fixed batch.
 """
 
 from __future__ import annotations
@@ -27,9 +27,38 @@ import logging
 import torch
 
 from .cuda_graphs import CudaGraphCache
-from ..core.runners import TorchRunner
+from ..core.loading import check_input_size
+from ..core.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
+
+
+class TorchRunner:
+    """Eager PyTorch runner around a transformers ``Sapiens2For*`` model."""
+
+    name = 'torch'
+
+    def __init__(self, task: str, model: torch.nn.Module, model_id: str = '') -> None:
+        self.task = task
+        self.model = model.eval()
+        self.model_id = model_id or getattr(model.config, '_name_or_path', '') or 'unnamed'
+        first = next(model.parameters())
+        self.device, self.dtype = first.device, first.dtype
+
+    @property
+    def config(self):
+        """Return the transformers config of the wrapped model."""
+        return self.model.config
+
+    def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
+        """Validate the input size against the model config."""
+        return check_input_size(self.task, self.model.config, input_size)
+
+    @torch.inference_mode()
+    def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Forward pass in the model's dtype; outputs keep the model's dtype."""
+        out = self.model(pixel_values.to(self.dtype))
+        return {name: out[name] for name in OUTPUT_NAMES[self.task] if out.get(name) is not None}
 
 
 class AcceleratedTorchRunner(TorchRunner):
@@ -60,7 +89,7 @@ class AcceleratedTorchRunner(TorchRunner):
         if cuda_graphs and not compile:
             if on_gpu:
                 self._graphs = CudaGraphCache(super().__call__, self.device,
-                                              batches=graph_batches)
+                                              batches=graph_batches, name=f'torch {task}')
                 self.name = 'torch+cudagraphs'
             else:
                 LOG.warning('cuda_graphs needs a CUDA device; running %s eagerly', task)

@@ -17,7 +17,7 @@ The seam between the pipeline and a backend: one callable per task, tensors in a
 
 A runner takes the normalised float32 batch ``(B, 3, H, W)`` on the pipeline's device and returns
 the raw head outputs under fixed names, so pre- and post-processing never depend on the backend
-(PyTorch here; ONNX Runtime and TensorRT runners plug in with the same contract).
+(the PyTorch, ONNX Runtime and TensorRT runners live in :mod:`sapiens_ros.backends`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from __future__ import annotations
 from typing import Protocol
 
 import torch
-
-from .loading import check_input_size
 
 #: Output names per task, in the order backends export them.
 OUTPUT_NAMES: dict[str, tuple[str, ...]] = {
@@ -51,31 +49,3 @@ class Runner(Protocol):
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
         """Raise :class:`~sapiens_ros.core.errors.InputSizeError` if the head cannot take it."""
-
-
-class TorchRunner:
-    """Eager PyTorch runner around a transformers ``Sapiens2For*`` model."""
-
-    name = 'torch'
-
-    def __init__(self, task: str, model: torch.nn.Module, model_id: str = '') -> None:
-        self.task = task
-        self.model = model.eval()
-        self.model_id = model_id or getattr(model.config, '_name_or_path', '') or 'unnamed'
-        first = next(model.parameters())
-        self.device, self.dtype = first.device, first.dtype
-
-    @property
-    def config(self):
-        """Return the transformers config of the wrapped model."""
-        return self.model.config
-
-    def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
-        """Validate the input size against the model config."""
-        return check_input_size(self.task, self.model.config, input_size)
-
-    @torch.inference_mode()
-    def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Forward pass in the model's dtype; outputs keep the model's dtype."""
-        out = self.model(pixel_values.to(self.dtype))
-        return {name: out[name] for name in OUTPUT_NAMES[self.task] if out.get(name) is not None}

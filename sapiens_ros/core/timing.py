@@ -25,19 +25,21 @@ class StageTimer:
     """
     Records named stage boundaries; on CUDA with events, so no extra syncs are needed.
 
-    Call :meth:`mark` after each stage. :meth:`result` (call it after the final device-to-host
-    copy, which synchronises anyway) returns milliseconds per stage.
+    Events are recorded on the current stream of ``device`` (the pipeline's GPU), whatever device
+    the calling thread has current. Call :meth:`mark` after each stage. :meth:`result` (call it
+    after the final device-to-host copy, which synchronises anyway) returns milliseconds per stage.
     """
 
     def __init__(self, device: torch.device) -> None:
-        self._cuda = device.type == 'cuda'
+        self._device = torch.device(device)
+        self._cuda = self._device.type == 'cuda'
         self._marks: list[tuple[str, object]] = []
         self._start = self._now()
 
     def _now(self):
         if self._cuda:
             event = torch.cuda.Event(enable_timing=True)
-            event.record()
+            event.record(torch.cuda.current_stream(self._device))
             return event
         return time.perf_counter()
 
