@@ -84,6 +84,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         'merged into one bag (tracking restarts per range)')
     f.add_argument('--retries', type=int, default=2,
                    help='times a bag whose worker died is run again (it resumes)')
+    f.add_argument('--ray-dashboard', action='store_true',
+                   help='start the Ray dashboard with a local Ray (default: off)')
     p.set_defaults(run=run)
 
 
@@ -187,7 +189,8 @@ def run_many(args: argparse.Namespace) -> int:
         inputs=args.input, out_dir=args.out, replay=replay_options(args, ''),
         workers=args.workers, ray_address=args.ray_address,
         gpus_per_worker=args.gpus_per_worker, cpus_per_worker=args.cpus_per_worker,
-        split_seconds=args.split_seconds, retries=args.retries, progress=not args.no_progress)
+        split_seconds=args.split_seconds, retries=args.retries, progress=not args.no_progress,
+        ray_dashboard=args.ray_dashboard)
     if args.workers > 1:
         from .replay.ray_workers import import_ray
 
