@@ -86,7 +86,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='times a bag whose worker died is run again (it resumes)')
     f.add_argument('--ray-dashboard', action='store_true',
                    help='start the Ray dashboard with a local Ray (default: off)')
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, check=check)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Check ``--out``, the device and the providers before any model loads."""
+    from .cli_infer import check_model_args
+    from .core.errors import SapiensError
+
+    out = Path(args.out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise SapiensError(f'--out {args.out} is a file, not a bag: a rosbag2 bag (and an '
+                           f'OUT_DIR of many) is a directory, so --resume cannot continue it; '
+                           f'choose another --out or delete the file')
+    check_model_args(args)
 
 
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
