@@ -36,7 +36,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument('--source', default='', help='video file or bag (default: bundled photo); '
                    'a bag with an aligned depth topic plays as an RGB-D camera')
     p.add_argument('--topic', default='',
-                   help='the bag\'s camera topic to play (default: the first colour one)')
+                   help="the bag's camera topic to play (default: the first colour one)")
     p.add_argument('--rate', type=float, default=5.0, help='camera frames per second')
     p.add_argument('--tasks', default='pose,seg,normal,pointmap')
     p.add_argument('--size', '--model-size', dest='model_size', default='0.4b',

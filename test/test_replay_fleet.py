@@ -84,7 +84,7 @@ def test_many_bags_sigterm_then_resume_the_whole_run(tmp_path, model_dir, astron
 def test_manifest_after_a_killed_driver_adds_its_attempts_and_seconds(tmp_path, model_dir,
                                                                       astronaut):
     """
-    kill -9 of the driver mid-bag, then --resume: attempts and seconds include the killed run.
+    SIGKILL to the driver mid-bag, then --resume: attempts and seconds include the killed run.
 
     On e159fec the killed run's manifest still said 0 attempts and 0 seconds for the bag it was
     in, and the resumed run's row said 1 attempt and only its own seconds.
@@ -203,7 +203,7 @@ def test_ray_worker_killed_mid_bag_every_frame_once(tmp_path, model_dir, astrona
 
 def test_ray_driver_sigkill_leaves_no_ray_process(tmp_path, model_dir, astronaut):
     """
-    kill -9 of the driver of a local Ray: none of its processes is left after a few seconds.
+    SIGKILL to the driver of a local Ray: none of its processes is left after a few seconds.
 
     On e159fec the raylet's DashboardAgent and RuntimeEnvAgent lingered about a minute each
     (they report the raylet's death to the dead GCS, which times out after 60 s).

@@ -23,7 +23,7 @@ from sapiens_ros.core import sample_image
 
 @pytest.fixture
 def no_bundled_png(tmp_path, monkeypatch):
-    """A scikit-image without data/astronaut.png (it then decodes the photo from its data)."""
+    """Hide scikit-image's data/astronaut.png (it then decodes the photo from its data)."""
     skimage = pytest.importorskip('skimage')
     monkeypatch.setattr(skimage, '__file__', str(tmp_path / 'skimage' / '__init__.py'))
     monkeypatch.setattr(sample_image, '_copy', None, raising=False)

@@ -117,7 +117,7 @@ class _BagState:
         self.record.attempts = self.base_attempts + max(u.attempts for u in self.units)
 
     def ended(self, unit: Unit) -> None:
-        """The unit's attempt ended (finished, or its worker was given up on)."""
+        """Close a unit's attempt (finished, or its worker given up on); update the row."""
         start = self.running.pop(unit.part or 0, None)
         if start is not None and not isinstance(self.results.get(unit.part or 0), Summary):
             self.lost_seconds += time.monotonic() - start
@@ -277,6 +277,7 @@ class Fleet:
         self._save()
         total = sum(u.frames for u in self.units)
         progress = Progress(total, self.opt.progress)
+
         def on_frames(n: int) -> None:
             with self._lock:
                 progress.update(n)
