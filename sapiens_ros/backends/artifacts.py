@@ -198,9 +198,9 @@ def _acquire(main: Path):
             LOG.info('waiting for another process building %s', main.name)
             lock.acquire(timeout=LOCK_TIMEOUT_S)
     except Timeout:
-        raise CacheDirError(f'{path} has been held for {LOCK_TIMEOUT_S:.0f} s by another process '
-                            f'building {main.name}; if none is running, delete the lock file '
-                            f'and start again') from None
+        raise CacheDirError(f'another process has held {path} for {LOCK_TIMEOUT_S:.0f} s '
+                            f'building {main.name} (a lock dies with its process): let it '
+                            f'finish or stop it, then start again') from None
     except OSError as exc:
         if exc.errno == errno.ELOOP or path.is_symlink():
             raise _symlink_error(path) from None
@@ -216,10 +216,14 @@ def _acquire(main: Path):
 
 
 def _symlink_error(path: Path) -> CacheDirError:
+    try:
+        target = f' (to {os.readlink(path)})'
+    except OSError:
+        target = ''
     return CacheDirError(
-        f'the lock file {path} is a symbolic link (to {os.readlink(path)}); sapiens_ros never '
-        f'creates one, and following it could overwrite the file it points to. Remove it '
-        f'(rm {path}) and check who else can write to {path.parent}')
+        f'the lock file {path} is a symbolic link{target}; sapiens_ros never creates one, and '
+        f'following it could overwrite the file it points to. Remove it (rm {path}) and check '
+        f'who else can write to {path.parent}')
 
 
 @contextlib.contextmanager
