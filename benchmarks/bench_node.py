@@ -22,6 +22,7 @@ Node overhead and image transport, measured side by side in one run (tiny models
    without the profile: frames delivered and latency (receive time - stamp).
 
 Usage: python benchmarks/bench_node.py [--tasks pose,seg,normal,pointmap] [--seconds 15]
+    [--domain N]   (default: $ROS_DOMAIN_ID, else one picked from the process id)
 """
 
 from __future__ import annotations
@@ -236,8 +237,14 @@ def transport(profile: bool, reliable: bool, domain: int, count: int = 100) -> d
     return result
 
 
-def main() -> None:
-    """Run everything and print the tables."""
+def default_domain(base: int, span: int) -> int:
+    """Return ``$ROS_DOMAIN_ID`` when set (the caller's graph), else ``base + pid % span``."""
+    env = os.environ.get('ROS_DOMAIN_ID', '').strip()
+    return int(env) if env.isdigit() else base + os.getpid() % span
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the command line of the benchmark (and of its publisher/subscriber roles)."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--role', default='main', choices=('main', 'pub', 'sub'))
     parser.add_argument('--topic', default='image')
@@ -258,7 +265,15 @@ def main() -> None:
     parser.add_argument('--outputs', default='default', choices=('default', 'all'),
                         help='subscribe the default output set (DEFAULT_OUTPUTS) or every raw '
                              'output in the main node run')
-    args = parser.parse_args()
+    parser.add_argument('--domain', type=int, default=default_domain(60, 40),
+                        help='ROS_DOMAIN_ID of every process it starts (default: '
+                             '$ROS_DOMAIN_ID, else 60 + pid %% 40)')
+    return parser
+
+
+def main() -> None:
+    """Run everything and print the tables."""
+    args = build_parser().parse_args()
     global INPUT_SIZE
     INPUT_SIZE = tuple(int(v) for v in args.input_size.lower().split('x'))
     os.environ['OMP_NUM_THREADS'] = str(args.threads)  # inherited by the node process
@@ -269,7 +284,7 @@ def main() -> None:
 
     from sapiens_ros.core.configs import random_model
 
-    domain = 60 + os.getpid() % 40
+    domain = args.domain
     model_dir = tempfile.mkdtemp(prefix='bench_node_')
     for i, task in enumerate(args.tasks.split(',')):
         random_model(task, seed=i, input_size=INPUT_SIZE).save_pretrained(Path(model_dir) / task)

@@ -22,7 +22,8 @@ import logging
 import os
 import sys
 
-#: Modules that add a subcommand with ``add_parser(subparsers)`` and ``run(args) -> int``.
+#: Modules that add a subcommand with ``add_parser(subparsers)`` and ``run(args) -> int``; a
+#: ``check(args)`` default, if set, runs first, before the slow imports (a SapiensError: exit 2).
 SUBCOMMAND_MODULES = ('sapiens_ros.cli_infer', 'sapiens_ros.cli_demo', 'sapiens_ros.cli_replay',
                       'sapiens_ros.cli_stats', 'sapiens_ros.cli_export')
 
@@ -56,6 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format='[%(levelname)s] %(name)s: %(message)s')
+    from .core.errors import SapiensError
+
+    try:  # the subcommand's arguments (device, outputs, ...) before the slow imports
+        getattr(args, 'check', lambda args: None)(args)
+    except SapiensError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -65,8 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     for name in ('huggingface_hub', 'transformers'):  # one handler each: no line printed twice
         if logging.getLogger(name).handlers:
             logging.getLogger(name).propagate = False
-    from .core.errors import SapiensError
-
     try:
         rc = int(args.run(args) or 0)
     except SapiensError as exc:

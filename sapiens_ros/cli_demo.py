@@ -35,6 +35,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     'node on it and print per-topic rates and latency.')
     p.add_argument('--source', default='', help='video file or bag (default: bundled photo); '
                    'a bag with an aligned depth topic plays as an RGB-D camera')
+    p.add_argument('--topic', default='',
+                   help="the bag's camera topic to play (default: the first colour one)")
     p.add_argument('--rate', type=float, default=5.0, help='camera frames per second')
     p.add_argument('--tasks', default='pose,seg,normal,pointmap')
     p.add_argument('--size', '--model-size', dest='model_size', default='0.4b',
@@ -50,8 +52,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help='tiny random models: checks the graph without downloading weights')
     p.add_argument('--duration', type=float, default=0.0, help='seconds to run (0: until ^C)')
     p.add_argument('--output-dir', default='sapiens_demo', help='overlay images go here')
-    p.set_defaults(run=run_program)
+    p.set_defaults(run=run_program, check=check)
     return p
+
+
+def check(args: argparse.Namespace) -> None:
+    """Check ``--device`` before the slow imports (CUDA asked for without CUDA)."""
+    from .core.loading import parse_device
+
+    parse_device(args.device)
 
 
 def _input_size(text: str, random_weights: bool) -> str:
@@ -106,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
 
     try:  # a wrong --source fails now, not after the models have loaded
-        bag = check_source(args.source)
+        bag = check_source(args.source, args.topic)
         input_size = _input_size(args.input_size, args.random_weights)
     except (SapiensError, ValueError) as exc:
         print(f'demo: {exc}', flush=True)
@@ -135,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
                      Parameter('autostart', value=False)]
         overrides += [Parameter(f'models.{task}', value=source)
                       for task, source in parse_overrides(args.model).items()]
+        if bag is not None:
+            print(f'demo: {bag.describe(args.source)}', flush=True)
         if bag is not None and bag.depth:  # an RGB-D bag: the node pairs its depth
             print(f'demo: RGB-D bag: colour {bag.image}, depth {bag.depth}, camera_info '
                   f'{bag.camera_info or "(synthesised)"}', flush=True)
@@ -153,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
         perception.trigger_activate()
         nodes.append(SampleCamera(namespace='demo', context=context, parameter_overrides=[
-            Parameter('source', value=args.source), Parameter('rate', value=args.rate)]))
+            Parameter('source', value=args.source), Parameter('topic', value=args.topic),
+            Parameter('rate', value=args.rate)]))
         nodes.append(Monitor(namespace='demo', context=context, parameter_overrides=[
             Parameter('output_dir', value=args.output_dir),
             Parameter('tasks', value=args.tasks)]))

@@ -41,7 +41,67 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='a video file instead of images: people tracked over its frames, drawn '
                         'with their ids into OUT/<stem>.people.mp4 (+ .people.jsonl)')
     p.add_argument('--out', required=True, help='output directory')
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, check=check)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Check the output directory, device and providers before any model loads."""
+    check_out_dir(args.out)
+    check_model_args(args)
+
+
+def check_out_dir(path: str) -> None:
+    """Raise SapiensError unless ``path`` is a directory or can be created as one."""
+    from .core.errors import SapiensError
+
+    out = Path(path).expanduser()
+    if out.exists() and not out.is_dir():
+        raise SapiensError(f'--out {path} is a file; the outputs go into a directory: give a '
+                           f'new or existing directory')
+    parent = next(p for p in out.parents if p.exists())
+    if not out.exists() and not parent.is_dir():
+        raise SapiensError(f'--out {path} cannot be created: {parent} is a file')
+
+
+def check_model_args(args: argparse.Namespace) -> None:
+    """Check ``--device`` and ``--providers`` (SapiensError naming the fix)."""
+    from .core.loading import parse_device
+
+    device = parse_device(args.device)  # CUDA asked for without CUDA: said before any import
+    if getattr(args, 'providers', None):
+        check_providers(args.providers, args.backend, device)
+
+
+def check_providers(text: str, backend: str, device) -> None:
+    """Refuse ``--providers`` that would silently run on the CPU; warn about dropped ones."""
+    from .backends.factory import check_backend
+    from .core.errors import SapiensError
+
+    if check_backend(backend) != 'onnxruntime':
+        raise SapiensError(f'--providers picks ONNX Runtime execution providers: use it with '
+                           f'--backend onnxruntime, not {backend}')
+    try:
+        from .backends.onnxruntime_runner import choose_providers
+        import onnxruntime
+    except ImportError:
+        return  # the backend names the package to install when it loads
+    asked = [p.strip() for p in text.split(',') if p.strip()]
+    gpu = [p for p in asked if p.lower() not in ('cpu', 'cpuexecutionprovider')]
+    available = onnxruntime.get_available_providers()
+    chosen = choose_providers(available, device, asked)
+    on_gpu = [p for p in chosen if p != 'CPUExecutionProvider']
+    if gpu and not on_gpu:
+        fix = ('add --device cuda' if device.type == 'cpu' else
+               'pip install onnxruntime-gpu (and uninstall onnxruntime)')
+        raise SapiensError(f'--providers {text} would run on the CPU only (device {device}, '
+                           f'this onnxruntime has {", ".join(available)}): {fix}, or drop '
+                           f'--providers')
+    if len(on_gpu) < len(gpu):
+        import logging
+
+        logging.getLogger(__name__).warning(
+            '--providers %s: only %s of them are available (this onnxruntime has %s)', text,
+            ', '.join(on_gpu), ', '.join(available))
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:

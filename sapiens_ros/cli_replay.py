@@ -85,7 +85,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         'merged into one bag (tracking restarts per range)')
     f.add_argument('--retries', type=int, default=2,
                    help='times a bag whose worker died is run again (it resumes)')
-    p.set_defaults(run=run)
+    f.add_argument('--ray-dashboard', action='store_true',
+                   help='start the Ray dashboard with a local Ray (default: off)')
+    p.set_defaults(run=run, check=check)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Check ``--out``, the device and the providers before any model loads."""
+    from .cli_infer import check_model_args
+    from .core.errors import SapiensError
+
+    out = Path(args.out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise SapiensError(f'--out {args.out} is a file, not a bag: a rosbag2 bag (and an '
+                           f'OUT_DIR of many) is a directory, so --resume cannot continue it; '
+                           f'choose another --out or delete the file')
+    check_model_args(args)
 
 
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
@@ -188,7 +203,8 @@ def run_many(args: argparse.Namespace) -> int:
         inputs=args.input, out_dir=args.out, replay=replay_options(args, ''),
         workers=args.workers, ray_address=args.ray_address,
         gpus_per_worker=args.gpus_per_worker, cpus_per_worker=args.cpus_per_worker,
-        split_seconds=args.split_seconds, retries=args.retries, progress=not args.no_progress)
+        split_seconds=args.split_seconds, retries=args.retries, progress=not args.no_progress,
+        ray_dashboard=args.ray_dashboard)
     if args.workers > 1:
         from .replay.ray_workers import import_ray
 

@@ -30,8 +30,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``stats``."""
-    from .replay.stats import bag_stats, format_stats
+    """Run ``stats``; 2 (with the topics table) for a bag that holds no replay outputs."""
+    import sys
 
-    print(format_stats(bag_stats(args.bag), csv=args.csv), end='')
+    from .replay.stats import bag_stats, format_stats, not_an_output
+
+    stats = bag_stats(args.bag)
+    problem = not_an_output(stats, args.bag)
+    if problem:
+        print(format_stats(stats, csv=args.csv, only_topics=True), end='')
+        print(f'error: {problem}', file=sys.stderr)
+        return 2
+    print(format_stats(stats, csv=args.csv), end='')
     return 0

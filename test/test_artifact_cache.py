@@ -17,12 +17,17 @@ The ONNX graph cache under damage: truncated, flipped weight bytes, edited sidec
 
 Real exports of a tiny saved checkpoint through the real factory path (fingerprint, lock, staging,
 parity, sidecar), run by real ONNX Runtime sessions; four real processes race for one entry.
+Bytes rewritten in place with size and mtime kept (a ``cp -p``, a restore, a bit flip), a
+read-only cache directory (a real read-only bind mount in a mount namespace) and a symlink
+planted at the lock path.
 """
 
+import hashlib
 import json
 import logging
 import os
 from pathlib import Path
+import shutil
 import subprocess
 import sys
 
@@ -30,11 +35,13 @@ import pytest
 
 pytest.importorskip('onnxruntime')
 
+from sapiens_ros.backends import artifacts  # noqa: E402
 from sapiens_ros.backends import export as export_mod  # noqa: E402
-from sapiens_ros.backends.artifacts import sidecar_of  # noqa: E402
+from sapiens_ros.backends.artifacts import CacheDirError, sidecar_of  # noqa: E402
 from sapiens_ros.backends.errors import ParityError  # noqa: E402
 from sapiens_ros.backends.factory import make_runner  # noqa: E402
-from sapiens_ros.backends.fingerprint import checkpoint_fingerprint  # noqa: E402
+from sapiens_ros.backends.fingerprint import checkpoint_fingerprint, FILE_HASHES  # noqa: E402
+from sapiens_ros.cli import main  # noqa: E402
 from sapiens_ros.core.configs import random_model  # noqa: E402
 import torch  # noqa: E402
 
@@ -156,3 +163,128 @@ def test_concurrent_starts_export_once(checkpoint, tmp_path):
     text = '\n'.join(outputs)
     assert text.count('exported seg') == 1, text
     assert text.count('using cached ONNX graph') == 3, text
+
+
+def _overwrite_keeping_mtime(path: Path, offset: int, length: int) -> None:
+    """Flip bytes in place and put the mtime back: size and mtime say nothing changed."""
+    stat = path.stat()
+    with open(path, 'r+b') as f:
+        f.seek(offset)
+        data = f.read(length)
+        f.seek(offset)
+        f.write(bytes(b ^ 0xFF for b in data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+@pytest.mark.parametrize('hashes', ['fastest', 'sha256 only'])
+@pytest.mark.parametrize('where', ['weights', 'graph header'])
+def test_bytes_changed_with_size_and_mtime_kept_are_rebuilt(checkpoint, tmp_path, monkeypatch,
+                                                            where, hashes):
+    """
+    Bit rot under a kept mtime: weights (a valid graph, wrong answers) or the header (DecodeError).
+
+    Both were loaded as they were on e159fec: silently wrong labels, or a traceback on every start.
+    """
+    if hashes == 'sha256 only':  # a machine without xxhash verifies with hashlib
+        monkeypatch.setattr(artifacts, 'FILE_HASHES', {'sha256': hashlib.sha256})
+    cache = tmp_path / 'cache'
+    reference = _run(_runner(checkpoint, cache))
+    graph = _graph(cache)
+    size = graph.stat().st_size
+    _overwrite_keeping_mtime(graph, size // 2 if where == 'weights' else 8, 256)
+    damaged = graph.stat().st_ino
+    lines = _LogLines()
+    logging.getLogger('sapiens_ros.backends').addHandler(lines)
+    try:
+        runner = _runner(checkpoint, cache)
+    finally:
+        logging.getLogger('sapiens_ros.backends').removeHandler(lines)
+    assert graph.stat().st_ino != damaged, lines.lines  # exported again, never loaded
+    assert torch.equal(_run(runner), reference)
+    assert any('cached ONNX graph unusable' in line and 'bytes changed' in line
+               for line in lines.lines), lines.lines
+
+
+def test_sidecar_records_every_hash_and_old_sha256_sidecars_still_verify(checkpoint, tmp_path):
+    """New sidecars carry SHA-256 (any machine can check it) and XXH3-128 when xxhash is here."""
+    cache = tmp_path / 'cache'
+    _runner(checkpoint, cache)
+    graph = _graph(cache)
+    sidecar = json.loads(sidecar_of(graph).read_text())
+    record = sidecar['files'][0]
+    assert set(FILE_HASHES) <= set(record) and 'sha256' in record
+    for name in list(FILE_HASHES):  # a sidecar written before XXH3 (SHA-256 only) still hits
+        if name != 'sha256':
+            del record[name]
+    sidecar_of(graph).write_text(json.dumps(sidecar))
+    inode = graph.stat().st_ino
+    _runner(checkpoint, cache)
+    assert graph.stat().st_ino == inode
+
+
+def _read_only_command(folder: Path, argv: list[str]) -> list[str]:
+    """Run ``argv`` with ``folder`` bind-mounted read-only (a container image, a ro mount)."""
+    script = f'mount --bind -o ro {folder} {folder} && exec "$@"'
+    return ['unshare', '--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', *argv]
+
+
+def _can_mount_read_only(tmp_path) -> bool:
+    if not shutil.which('unshare'):
+        return False
+    probe = tmp_path / 'probe'
+    probe.mkdir()
+    done = subprocess.run(_read_only_command(probe, ['sh', '-c', f'! touch {probe}/x']),
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def _infer_argv(checkpoint: Path, cache: Path, out: Path) -> list[str]:
+    return [sys.executable, '-m', 'sapiens_ros.cli', 'infer', '--tasks', 'seg', '--model',
+            f'seg={checkpoint}', '--backend', 'onnxruntime', '--input-size', '256x192',
+            '--cache-dir', str(cache), '--out', str(out)]
+
+
+def test_read_only_cache_dir_serves_its_valid_entry_and_names_the_fix_when_empty(
+        checkpoint, tmp_path):
+    """A valid entry in a read-only dir is used, verified, with no lock; an empty one is 1 line."""
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip('no mount namespace (unshare) to make a read-only directory')
+    cache = tmp_path / 'cache'
+    _runner(checkpoint, cache)
+    for lock in (cache / 'onnx').glob('*.lock'):
+        lock.unlink()  # a cache baked into an image need not ship its lock files
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    done = subprocess.run(_read_only_command(cache, _infer_argv(checkpoint, cache,
+                                                                tmp_path / 'out')),
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert 'using cached ONNX graph' in done.stderr and 'read-only' in done.stderr, done.stderr
+    assert not list((cache / 'onnx').glob('*.lock'))
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    done = subprocess.run(_read_only_command(empty, _infer_argv(checkpoint, empty,
+                                                                tmp_path / 'out2')),
+                          capture_output=True, text=True, env=env, timeout=300)
+    errors = [line for line in done.stderr.splitlines() if line.startswith('error:')]
+    assert done.returncode == 2 and 'Traceback' not in done.stderr, done.stderr
+    assert len(errors) == 1 and 'read-only' in errors[0] and 'SAPIENS_ROS_CACHE' in errors[0]
+
+
+def test_symlink_at_the_lock_path_is_one_line_and_follows_nothing(checkpoint, tmp_path, capsys):
+    """A planted lock symlink: one line naming it and the fix; its target is left untouched."""
+    cache = tmp_path / 'cache'
+    _runner(checkpoint, cache)
+    graph = _graph(cache)
+    lock = graph.with_name(graph.name + '.lock')
+    lock.unlink(missing_ok=True)
+    target = tmp_path / 'precious.txt'
+    target.write_text('keep me')
+    lock.symlink_to(target)
+    with pytest.raises(CacheDirError, match='symbolic link'):
+        _runner(checkpoint, cache)
+    assert main(_infer_argv(checkpoint, cache, tmp_path / 'out')[3:]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1 and f'rm {lock}' in errors[0] and 'Traceback' not in err, err
+    assert target.read_text() == 'keep me' and lock.is_symlink()

@@ -132,7 +132,7 @@ def test_lookup_detects_corruption(tmp_path):
     path.write_bytes(b'engine-byt')  # truncated
     assert 'truncated or corrupt' in cache.lookup(key()).reason
     path.write_bytes(b'ENGINE-bytes')  # same size, other content
-    assert 'SHA-256' in cache.lookup(key()).reason
+    assert 'bytes changed' in cache.lookup(key()).reason
     sidecar = json.loads(cache.sidecar_path(path).read_text())
     sidecar['sidecar_version'] = 1
     cache.sidecar_path(path).write_text(json.dumps(sidecar))

@@ -166,3 +166,40 @@ def test_disk_full_before_the_first_frame_checkpoint(tmp_path, model_dir, astron
     assert (summary.read, summary.processed) == (0, 0) and summary.not_kept > 0
     kept = read_mcap(tmp_path / 'out')  # closed, with the connections opened after the start
     assert not kept.get('/sapiens/seg/labels')
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_disk_full_at_metadata_yaml_reports_what_the_bag_holds(
+        tmp_path, model_dir, astronaut, capsys, monkeypatch, storage):
+    """
+    The disk fills at the very end (metadata.yaml): the summary counts what the bag holds.
+
+    On e159fec a run whose storage file held all its frames said they were not kept.
+    (Mocked ENOSPC on the metadata.yaml write: the one write a real disk must refuse here.)
+    """
+    count = 6
+    src = camera_bag(tmp_path / 'in', frames(astronaut, count, (96, 96)), 'mcap', 'jazzy')
+    out = tmp_path / 'out'
+    write_text = Path.write_text
+
+    def full_at_metadata(self, *args, **kwargs):
+        if self.name == 'metadata.yaml.tmp' and self.parent == out:
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, 'write_text', full_at_metadata)
+    assert main(cli_args(src, out, model_dir, '--no-progress', '--storage', storage,
+                         '--checkpoint-seconds', '3600')) == 4
+    err = capsys.readouterr().err
+    assert 'no space left on the device' in err and 'Traceback' not in err, err
+    processed = int(err.split('processed ')[1].split()[0])
+    with InputBag(out, salvage=True) as bag:  # no metadata.yaml: read record by record
+        kept = sum(1 for c, _, _ in bag.messages() if c.topic == '/sapiens/seg/labels')
+    assert kept == processed == count, err
+    assert 'were not kept' not in err and 'metadata.yaml' in err, err
+    monkeypatch.undo()
+    assert main(cli_args(src, out, model_dir, '--no-progress', '--storage', storage,
+                         '--resume')) == 0
+    assert f'frames already in the resumed bag: {count}' in capsys.readouterr().out
+    assert_each_frame_once(read_out(out, storage),
+                           [BASE_NS + i * STEP_NS for i in range(count)])

@@ -81,6 +81,32 @@ def test_many_bags_sigterm_then_resume_the_whole_run(tmp_path, model_dir, astron
             assert rows[name]['seconds'] == row['seconds']
 
 
+def test_manifest_after_a_killed_driver_adds_its_attempts_and_seconds(tmp_path, model_dir,
+                                                                      astronaut):
+    """
+    SIGKILL to the driver mid-bag, then --resume: attempts and seconds include the killed run.
+
+    On e159fec the killed run's manifest still said 0 attempts and 0 seconds for the bag it was
+    in, and the resumed run's row said 1 attempt and only its own seconds.
+    """
+    sizes = {'a': 30}
+    src = archive(tmp_path / 'archive', astronaut, sizes)
+    out = tmp_path / 'out'
+    proc = start_cli(fleet_args([src], out, model_dir, '--checkpoint-seconds', '0'))
+    try:
+        wait_for_progress(proc, lines=3)  # 2 s or more into the bag
+    finally:
+        proc.kill()
+        proc.communicate()
+    killed = json.loads((out / 'manifest.json').read_text())['bags'][0]
+    assert killed['status'] == 'pending' and killed['attempts'] == 1, killed
+    assert killed['seconds'] >= 1.0, killed  # saved about once a second while it ran
+    assert main(fleet_args([src], out, model_dir, '--resume', '--no-progress')) == 0
+    row = check_outputs(out, sizes)['a']
+    assert row['attempts'] == 2, row
+    assert row['seconds'] > killed['seconds'], (row, killed)
+
+
 def test_split_bag_time_ranges_merge_into_one(tmp_path, model_dir, astronaut, capsys):
     """--split-seconds: ranges of one bag merged in order; frame indices stay global."""
     ts = typestore('jazzy')
@@ -173,3 +199,44 @@ def test_ray_worker_killed_mid_bag_every_frame_once(tmp_path, model_dir, astrona
     assert 'died' in stderr and 'retrying it' in stderr
     rows = check_outputs(out, sizes)
     assert max(r['attempts'] for r in rows.values()) == 2
+
+
+def test_ray_driver_sigkill_leaves_no_ray_process(tmp_path, model_dir, astronaut):
+    """
+    SIGKILL to the driver of a local Ray: none of its processes is left after a few seconds.
+
+    On e159fec the raylet's DashboardAgent and RuntimeEnvAgent lingered about a minute each
+    (they report the raylet's death to the dead GCS, which times out after 60 s).
+    """
+    import time
+
+    import psutil
+
+    pytest.importorskip('ray')
+    src = archive(tmp_path / 'archive', astronaut, {'a': 40, 'b': 40})
+    proc = start_cli(fleet_args([src], tmp_path / 'out', model_dir, '--workers', '2'))
+    try:
+        wait_for_progress(proc, lines=1, timeout=300)
+        family = psutil.Process(proc.pid).children(recursive=True)
+        names = ' '.join(_command(p) for p in family)
+        assert 'DashboardAgent' in names and 'ReplayWorker' in names, names
+    finally:
+        proc.kill()
+        proc.communicate()
+    deadline = time.monotonic() + 20.0
+    while time.monotonic() < deadline:
+        alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not alive:
+            break
+        time.sleep(0.5)
+    assert not alive, [_command(p) for p in alive]
+
+
+def _command(proc) -> str:
+    """Return a process's command line ('' once it is gone)."""
+    import psutil
+
+    try:
+        return ' '.join(proc.cmdline())
+    except psutil.Error:
+        return ''

@@ -16,18 +16,22 @@
 Trustworthy cache entries for ONNX graphs (and the file checks TensorRT engines share).
 
 An entry is a main file (``x.onnx``), its companions (``x.onnx.data`` external weights) and a
-sidecar ``x.json`` holding the full key and, per file, its size, mtime and SHA-256. Files are
-written under a temporary name and renamed into place; the sidecar is renamed last, so an entry
-without a matching sidecar is never used. An inter-process lock (``filelock``) around
-check-and-build makes N processes starting together build once. On load every file is checked:
-size always, the SHA-256 whenever the mtime differs from the one recorded (a file written or
-copied since), so an untouched multi-GB file is not hashed on every start.
+sidecar ``x.json`` holding the full key and, per file, its size and content hashes (SHA-256,
+and XXH3-128 when ``xxhash`` is installed). Files are written under a temporary name and renamed
+into place; the sidecar is renamed last, so an entry without a matching sidecar is never used.
+An inter-process lock (``filelock``) around check-and-build makes N processes starting together
+build once. On load every file's bytes are hashed (the fastest recorded hash this machine has):
+a copy with ``-p``, a restore or a flipped bit keeps size and mtime, so neither proves content.
+A read-only cache directory (a container image, a read-only mount) serves its valid entries,
+verified, without a lock; what cannot be locked or written is one :class:`CacheDirError` line
+naming the fix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -37,7 +41,8 @@ import shutil
 import tempfile
 import time
 
-from .fingerprint import file_hash
+from .fingerprint import file_hash, FILE_HASHES
+from ..core.errors import SapiensError
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +53,17 @@ SIDECAR_VERSION = 2
 RECIPE_VERSION = 2
 #: How long a process waits for another one building the same entry.
 LOCK_TIMEOUT_S = 3600.0
+#: errnos of a directory this process may read but not write.
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+#: Names of the content hashes in messages.
+_HASH_NAMES = {'sha256': 'SHA-256', 'xxh3_128': 'XXH3-128'}
+#: The fix named by every cache directory error.
+_FIX = ('point --cache-dir (node: cache_dir) or SAPIENS_ROS_CACHE at a writable directory, or '
+        'make this one writable')
+
+
+class CacheDirError(SapiensError, OSError):
+    """The cache directory cannot be locked or written; the message names the fix."""
 
 
 def sidecar_of(main: Path) -> Path:
@@ -62,24 +78,28 @@ def companions(main: Path) -> list[Path]:
 
 
 def file_record(path: Path) -> dict:
-    """Size, mtime and SHA-256 of one file, as the sidecar stores them."""
+    """Size, mtime and every available content hash of one file, as the sidecar stores them."""
     stat = path.stat()
     return {'name': path.name, 'bytes': stat.st_size, 'mtime_ns': stat.st_mtime_ns,
-            'sha256': file_hash(path)}
+            **{name: file_hash(path, name) for name in FILE_HASHES}}
 
 
 def check_files(folder: Path, records: list[dict]) -> str | None:
-    """Say why the recorded files in ``folder`` are not intact, or None."""
+    """Say why the recorded files in ``folder`` are not intact (bytes hashed), or None."""
     for rec in records:
         path = folder / rec['name']
         if not path.is_file():
             return f'{path.name} is missing'
-        stat = path.stat()
-        if stat.st_size != rec['bytes']:
-            return (f'{path.name} is truncated or corrupt ({stat.st_size} bytes, expected '
-                    f'{rec["bytes"]})')
-        if stat.st_mtime_ns != rec['mtime_ns'] and file_hash(path) != rec['sha256']:
-            return f'{path.name} is corrupt (its SHA-256 differs from the sidecar)'
+        size = path.stat().st_size
+        if size != rec['bytes']:
+            return f'{path.name} is truncated or corrupt ({size} bytes, expected {rec["bytes"]})'
+        algorithm = next((name for name in FILE_HASHES if name in rec), None)
+        if algorithm is None:
+            return f'the sidecar records no hash of {path.name} this machine can compute'
+        if file_hash(path, algorithm) != rec[algorithm]:
+            return (f'{path.name} is corrupt: its bytes changed since it was written (its '
+                    f'{_HASH_NAMES.get(algorithm, algorithm)} differs from the sidecar; size '
+                    f'and mtime prove nothing)')
     return None
 
 
@@ -114,8 +134,9 @@ def write_sidecar(main: Path, key: dict, extra: dict | None = None) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write to a temp file in the same dir, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp')
+    with _writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp')
     try:
         with os.fdopen(fd, 'wb') as f:
             f.write(data)
@@ -123,6 +144,18 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn "this directory cannot be written" into one :class:`CacheDirError` line."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY or isinstance(exc, SapiensError):
+            raise
+        raise CacheDirError(f'cannot write {path.name} into the cache dir {path.parent} '
+                            f'({exc.strerror}): {_FIX}') from None
 
 
 def invalidate(main: Path) -> None:
@@ -134,20 +167,63 @@ def invalidate(main: Path) -> None:
 
 @contextlib.contextmanager
 def entry_lock(main: Path) -> Iterator[None]:
-    """Hold the inter-process lock of one cache entry (waits while another process builds)."""
-    from filelock import FileLock, Timeout
+    """
+    Hold the inter-process lock of one cache entry (waits while another process builds).
 
-    main.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(main.with_name(main.name + '.lock')))
-    try:
-        lock.acquire(timeout=1.0)
-    except Timeout:
-        LOG.info('waiting for another process building %s', main.name)
-        lock.acquire(timeout=LOCK_TIMEOUT_S)
+    In a read-only cache directory nothing can be built, so there is nothing to wait for: an
+    existing entry is used without a lock (the caller verifies it), a missing one is a
+    :class:`CacheDirError`.
+    """
+    lock = _acquire(main)
     try:
         yield
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
+
+
+def _acquire(main: Path):
+    """Return the held lock of ``main``'s entry, or None in a read-only dir holding the entry."""
+    from filelock import FileLock, Timeout
+
+    path = main.with_name(main.name + '.lock')
+    if path.is_symlink():
+        raise _symlink_error(path)
+    try:
+        main.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path))
+        try:
+            lock.acquire(timeout=1.0)
+        except Timeout:
+            LOG.info('waiting for another process building %s', main.name)
+            lock.acquire(timeout=LOCK_TIMEOUT_S)
+    except Timeout:
+        raise CacheDirError(f'another process has held {path} for {LOCK_TIMEOUT_S:.0f} s '
+                            f'building {main.name} (a lock dies with its process): let it '
+                            f'finish or stop it, then start again') from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise _symlink_error(path) from None
+        if exc.errno not in _READ_ONLY:
+            raise CacheDirError(f'cannot lock {path} ({exc.strerror or exc}): {_FIX}') from None
+        if not main.is_file():
+            raise CacheDirError(f'the cache dir {main.parent} is read-only ({exc.strerror}) '
+                                f'and holds no {main.name} to use: {_FIX}') from None
+        LOG.info('cache dir %s is read-only (%s): using %s verified, without a lock',
+                 main.parent, exc.strerror, main.name)
+        return None
+    return lock
+
+
+def _symlink_error(path: Path) -> CacheDirError:
+    try:
+        target = f' (to {os.readlink(path)})'
+    except OSError:
+        target = ''
+    return CacheDirError(
+        f'the lock file {path} is a symbolic link{target}; sapiens_ros never creates one, and '
+        f'following it could overwrite the file it points to. Remove it (rm {path}) and check '
+        f'who else can write to {path.parent}')
 
 
 @contextlib.contextmanager
@@ -159,8 +235,9 @@ def staging(main: Path) -> Iterator[Path]:
     name, so the graph's reference to it stays valid); a failure (e.g. a parity check) leaves
     the cache as it was, minus the old entry.
     """
-    main.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(dir=main.parent, prefix=f'.{main.name}.'))
+    with _writing(main):
+        main.parent.mkdir(parents=True, exist_ok=True)
+        tmp_dir = Path(tempfile.mkdtemp(dir=main.parent, prefix=f'.{main.name}.'))
     try:
         staged = tmp_dir / main.name
         yield staged

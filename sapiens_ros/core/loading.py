@@ -16,12 +16,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+import contextlib
 import functools
 import logging
 import os
 from pathlib import Path
 import socket
+import sys
 
 import torch
 
@@ -213,7 +215,8 @@ def load_model(task: str, source: str | None = None, *, size: str = DEFAULT_SIZE
     cls = model_class(task)
     path = str(Path(source).expanduser()) if is_local_source(source) else source
     try:
-        model = cls.from_pretrained(path, config=config, dtype=torch_dtype)
+        with progress_bars_only_in_a_terminal():
+            model = cls.from_pretrained(path, config=config, dtype=torch_dtype)
     except OSError as exc:
         if is_local_source(source):
             raise WeightsNotFoundError(
@@ -228,6 +231,43 @@ def load_model(task: str, source: str | None = None, *, size: str = DEFAULT_SIZE
     LOG.info('loaded %s (%s) from %s as %s on %s', spec.model_class, task, source,
              torch_dtype, dev)
     return model.to(dev).eval()
+
+
+def in_a_terminal() -> bool:
+    """
+    Return whether a person watches stderr: a TTY, and not a ROS node's (``--ros-args``).
+
+    ``ros2 launch`` gives nodes a pseudo-terminal (``emulate_tty``) whose output ends in log
+    files, where every redraw of a progress bar is one more carriage-return line.
+    """
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+    return tty and '--ros-args' not in sys.argv
+
+
+@contextlib.contextmanager
+def progress_bars_only_in_a_terminal() -> Iterator[None]:
+    """Silence transformers' and the hub's progress bars (weights, downloads) outside one."""
+    if in_a_terminal():
+        yield
+        return
+    from huggingface_hub.utils import (are_progress_bars_disabled, disable_progress_bars,
+                                       enable_progress_bars)
+    from transformers.utils import logging as hf_logging
+
+    restore_hf = hf_logging.is_progress_bar_enabled()
+    restore_hub = not are_progress_bars_disabled()
+    hf_logging.disable_progress_bar()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if restore_hf:
+            hf_logging.enable_progress_bar()
+        if restore_hub:
+            enable_progress_bars()
 
 
 def patch_size(config) -> tuple[int, int]:

@@ -21,6 +21,10 @@ time range, whose outputs are merged into one bag when all are finished. A unit 
 per bag: a unit that is retried (its worker died) resumes its own partial output. With
 ``workers == 1`` the units run one after another in this process; otherwise on Ray
 (:mod:`sapiens_ros.replay.ray_workers`).
+
+The manifest adds up over runs: a unit's attempt is counted when it starts, and the seconds of
+the units running are saved about once a second, so even a driver killed mid-bag (kill -9)
+leaves its attempts and seconds for ``--resume`` to add to.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ from .summary import (EXIT_CANNOT_OPEN, EXIT_FRAMES_FAILED, EXIT_INPUT_BROKE, EX
 
 log = logging.getLogger(__name__)
 
+#: How often the manifest is saved while units run (their seconds so far).
+SAVE_SECONDS = 1.0
+
 
 @dataclass
 class FleetOptions:
@@ -61,6 +68,7 @@ class FleetOptions:
     split_seconds: float | None = None  # split longer bags into time ranges (opt-in)
     retries: int = 2  # times a unit whose worker died is run again (it resumes)
     progress: bool = True
+    ray_dashboard: bool = False  # a local Ray starts its dashboard only when asked
 
 
 @dataclass
@@ -95,6 +103,33 @@ class _BagState:
     record: BagRecord
     units: list[Unit] = field(default_factory=list)
     results: dict[int, Summary] = field(default_factory=dict)
+    base_seconds: float = 0.0  # the earlier runs' seconds and attempts (manifest of --resume)
+    base_attempts: int = 0
+    running: dict[int, float] = field(default_factory=dict)  # part -> monotonic start
+    lost_seconds: float = 0.0  # attempts whose worker died
+
+    def started(self, unit: Unit) -> None:
+        """Count a unit's attempt (a retry adds the dead attempt's time to the seconds)."""
+        part, now = unit.part or 0, time.monotonic()
+        if part in self.running:
+            self.lost_seconds += now - self.running[part]
+        self.running[part] = now
+        self.record.attempts = self.base_attempts + max(u.attempts for u in self.units)
+
+    def ended(self, unit: Unit) -> None:
+        """Close a unit's attempt (finished, or its worker given up on); update the row."""
+        start = self.running.pop(unit.part or 0, None)
+        if start is not None and not isinstance(self.results.get(unit.part or 0), Summary):
+            self.lost_seconds += time.monotonic() - start
+        self.record.attempts = self.base_attempts + max(u.attempts for u in self.units)
+        self.update_seconds()
+
+    def update_seconds(self) -> None:
+        """Seconds over every run: earlier runs, this one's finished, lost and running units."""
+        now = time.monotonic()
+        self.record.seconds = round(
+            self.base_seconds + self.lost_seconds + sum(s.seconds for s in self.results.values())
+            + sum(now - start for start in self.running.values()), 3)
 
 
 def plan(bags: Sequence[BagInput], opt: FleetOptions, manifest: Manifest) -> list[Unit]:
@@ -153,12 +188,15 @@ class LocalExecutor:
         self.ready_at = time.perf_counter()  # when the pipeline was loaded
 
     def run(self, units: Sequence[Unit], template: ReplayOptions, stop: threading.Event,
-            on_frames: Callable[[int], None]) -> Iterator[tuple[Unit, object]]:
+            on_frames: Callable[[int], None],
+            on_start: Callable[[Unit], None] = lambda unit: None,
+            ) -> Iterator[tuple[Unit, object]]:
         """Yield ``(unit, Summary or exception)`` as each unit ends; stop when asked."""
         for unit in units:
             if stop.is_set():
                 return
             unit.attempts += 1
+            on_start(unit)
             options = replace(unit.options(template), stop=stop, on_frame=on_frames)
             try:
                 summary = Replayer(self.pipe, options).run()
@@ -227,24 +265,36 @@ class Fleet:
         self.units = plan(self.bags, opt, self.manifest)
         self.states: dict[str, _BagState] = {}
         for unit in self.units:
-            state = self.states.setdefault(unit.bag, _BagState(self.manifest.rows[unit.bag]))
+            record = self.manifest.rows[unit.bag]
+            state = self.states.setdefault(unit.bag, _BagState(
+                record, base_seconds=record.seconds, base_attempts=record.attempts))
             state.units.append(unit)
+        self._lock = threading.RLock()  # the manifest is saved from writer threads too
+        self._saved_at = time.monotonic()
 
     def run(self, executor) -> FleetResult:
         """Run every unit with ``executor``; return the result (the manifest is saved)."""
         self._save()
         total = sum(u.frames for u in self.units)
         progress = Progress(total, self.opt.progress)
-        lock = threading.Lock()
 
         def on_frames(n: int) -> None:
-            with lock:
+            with self._lock:
                 progress.update(n)
+                if time.monotonic() - self._saved_at >= SAVE_SECONDS:
+                    for state in self.states.values():
+                        state.update_seconds()
+                    self._save()
+
+        def on_start(unit: Unit) -> None:
+            with self._lock:
+                self.states[unit.bag].started(unit)
+                self._save()
 
         with StopSignals() as signals:
             try:
                 for unit, result in executor.run(self.units, self.opt.replay, signals.requested,
-                                                 on_frames):
+                                                 on_frames, on_start):
                     if isinstance(result, Summary):
                         on_frames(result.already_done)
                     self._finish(unit, result)
@@ -262,15 +312,20 @@ class Fleet:
         return FleetResult(self.manifest, interrupted)
 
     def _finish(self, unit: Unit, result) -> None:
+        with self._lock:
+            self._finish_unit(unit, result)
+
+    def _finish_unit(self, unit: Unit, result) -> None:
         state = self.states[unit.bag]
         record = state.record
-        record.attempts = max(record.attempts, unit.attempts)
+        if isinstance(result, Summary):
+            state.results[unit.part or 0] = result
+        state.ended(unit)
         if not isinstance(result, Summary):
             record.status = WORKER_LOST if isinstance(result, WorkerLost) else CANNOT_OPEN
             record.error = str(result)
             self._save()
             return
-        state.results[unit.part or 0] = result
         if len(state.results) < len(state.units):
             return  # other time ranges of this bag are still running
         worst = max(state.results.values(), key=lambda s: _RANK[s.exit_status])
@@ -279,8 +334,6 @@ class Fleet:
         record.processed = sum(s.total_processed for s in state.results.values())
         record.failed = sum(s.total_failed for s in state.results.values())
         record.frames = record.processed + record.failed
-        record.seconds = round(record.seconds + sum(s.seconds for s in state.results.values()),
-                               3)  # the earlier runs' too
         if len(state.units) > 1 and record.status not in ('interrupted', 'output_failed'):
             try:
                 merge_parts([Path(u.output) for u in state.units], Path(record.output),
@@ -291,10 +344,12 @@ class Fleet:
         self._save()
 
     def _save(self) -> None:
-        try:
-            self.manifest.save()
-        except OSError as exc:
-            log.error('cannot write the manifest in %s: %s', self.out_dir, exc)
+        with self._lock:
+            self._saved_at = time.monotonic()
+            try:
+                self.manifest.save()
+            except OSError as exc:
+                log.error('cannot write the manifest in %s: %s', self.out_dir, exc)
 
 
 #: Which part's status speaks for a split bag: the worst one.

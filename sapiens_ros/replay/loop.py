@@ -366,13 +366,14 @@ class Replayer:
 
     def _close(self, out: OutputBag) -> bool:
         """Close the bag; after a failed write keep only what the last checkpoint holds."""
+        s = self.summary
         if not self._writer_failed.is_set():
             try:
-                out.close()
+                out.close((s.processed, s.failed, Counter(s.failures)))
                 return True
             except Exception as exc:  # noqa: BLE001 - the disk filled up at the very end
                 self._output_failed(exc)
-        processed, failed, failures, _ = self._checkpointed
+        processed, failed, failures = out.kept or (0, 0, Counter())  # what the bag holds
         self.summary.not_kept = self.summary.read - processed - failed
         self.summary.read, self.summary.processed, self.summary.failed = \
             processed + failed, processed, failed
@@ -404,8 +405,8 @@ class Replayer:
                 self._output_failed(exc)
 
     def _checkpoint(self) -> None:
-        self.bag_out.checkpoint()
         s = self.summary
+        self.bag_out.checkpoint((s.processed, s.failed, Counter(s.failures)))
         self._checkpointed = (s.processed, s.failed, Counter(s.failures), time.monotonic())
 
     def _handle(self, job: tuple) -> None:

@@ -37,6 +37,7 @@ import time
 
 from .fleet import FleetOptions, Unit, WorkerLost
 from .loop import Replayer, ReplayOptions
+from .ray_watchdog import start_watchdog
 from .source import BagError
 
 log = logging.getLogger(__name__)
@@ -111,10 +112,13 @@ class RayExecutor:
         ray = self.ray = import_ray()
         self.opt = opt
         self.started = not ray.is_initialized()
+        self.watchdog = None
         if self.started:
             need = int(opt.workers * opt.cpus_per_worker + 0.999)
             kwargs = {} if opt.ray_address else {'num_cpus': max(os.cpu_count() or 1, need)}
-            ray.init(address=opt.ray_address, include_dashboard=False, **kwargs)
+            if not opt.ray_address:  # a local Ray: its agents must not outlive a killed driver
+                self.watchdog = start_watchdog()
+            ray.init(address=opt.ray_address, include_dashboard=opt.ray_dashboard, **kwargs)
         self.tally = ray.remote(num_cpus=0)(Tally).remote()
         self.worker_cls = ray.remote(num_cpus=opt.cpus_per_worker,
                                      num_gpus=opt.gpus_per_worker,
@@ -127,7 +131,9 @@ class RayExecutor:
         return self.worker_cls.remote(self.make_pipeline, self.tally, threads)
 
     def run(self, units: Sequence[Unit], template: ReplayOptions, stop: threading.Event,
-            on_frames: Callable[[int], None]) -> Iterator[tuple[Unit, object]]:
+            on_frames: Callable[[int], None],
+            on_start: Callable[[Unit], None] = lambda unit: None,
+            ) -> Iterator[tuple[Unit, object]]:
         """Yield ``(unit, Summary or exception)`` as units end; retry units of dead workers."""
         ray = self.ray
         dead = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError)
@@ -153,6 +159,7 @@ class RayExecutor:
             while idle and pending and not stopping:
                 actor, unit = idle.pop(), pending.popleft()
                 unit.attempts += 1
+                on_start(unit)
                 running[actor.run.remote(unit.options(template))] = (actor, unit)
             waiting = list(running) + list(starting)
             ready = ray.wait(waiting, num_returns=1, timeout=0.5)[0] if waiting else []
@@ -197,6 +204,9 @@ class RayExecutor:
             yield unit, WorkerLost(f'its worker died {unit.attempts} times: {exc}')
 
     def close(self) -> None:
-        """Shut down the local Ray this executor started."""
+        """Shut down the local Ray this executor started, then its watchdog."""
         if self.started:
             self.ray.shutdown()
+        if self.watchdog is not None:
+            self.watchdog.terminate()
+            self.watchdog.wait()

@@ -19,7 +19,8 @@ The bag is crash-safe: :meth:`OutputBag.checkpoint` makes everything written so 
 (mcap: the open chunk is written and fsynced; sqlite3: the transaction is committed), so a
 killed run leaves a readable prefix that ends at a checkpoint. A failed write (disk full,
 unwritable output) drops what came after the last checkpoint and closes the bag with the room a
-reserve file kept for its index and ``metadata.yaml``.
+reserve file kept for its index and ``metadata.yaml``. Each checkpoint carries the caller's tag
+(its counts of frames); :attr:`OutputBag.kept` is the tag of what the bag really holds.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ class OutputBag:
         self.counts: dict[str, int] = {}
         self.reserve = self.path / RESERVE_NAME
         self._saved: tuple | None = None
+        #: The tag of the last durable checkpoint: what the bag holds after :meth:`abandon`.
+        self.kept = None
+        self._storage_closed = False
         try:
             self.writer.open()
             self.checkpoint()
@@ -121,30 +125,36 @@ class OutputBag:
         self.counts[topic] += 1
 
     # ------------------------------------------------------------------ crash safety
-    def checkpoint(self) -> None:
+    def checkpoint(self, tag=None) -> None:
         """
         Make everything written so far durable and remember this state for :meth:`abandon`.
 
-        Raises the OSError of a full disk (growing the reserve is the first write to fail).
+        ``tag`` (the caller's counts) becomes :attr:`kept` once the state is durable. The
+        reserve grows first, so a full disk fails before anything of this checkpoint is
+        committed and the bag stays at the previous one. Raises the OSError of a full disk.
         """
         storage, writer = self.writer.storage, self.writer
         if storage is None:
             return
         if hasattr(storage, 'close_chunk'):  # mcap: a chunk ends at every checkpoint
-            if storage.chunk.bio.tell():
+            pending = bool(storage.chunk.bio.tell())
+            self._grow_reserve(len(storage.chunks) + pending)
+            if pending:
                 storage.close_chunk()
             storage.bio.flush()
             os.fsync(storage.bio.fileno())
             state = (storage.bio.tell(), len(storage.chunks), dict(storage.channel_stats),
                      storage.message_start_time, storage.message_end_time)
         elif hasattr(storage, 'conn'):  # sqlite3: one transaction per checkpoint
+            self._grow_reserve(0)
             storage.conn.commit()
             state = None
         else:
             return
-        self._grow_reserve(len(getattr(storage, 'chunks', ())))
         self._saved = (state, dict(writer.counts), writer.min_timestamp, writer.max_timestamp,
                        dict(self.counts))
+        if tag is not None:
+            self.kept = tag
 
     def _grow_reserve(self, chunks: int) -> None:
         """Keep room for the index (about 256 bytes per chunk) and metadata.yaml."""
@@ -164,6 +174,8 @@ class OutputBag:
         not; the storage file then still ends at the checkpoint (``--resume`` reads it).
         """
         storage, writer = self.writer.storage, self.writer
+        if self._storage_closed:  # everything is in the storage file; only metadata.yaml failed
+            return 'its metadata.yaml could not be written'
         if storage is None or self._saved is None:
             return 'the bag was never opened'
         state, counts, lo, hi, ours = self._saved
@@ -195,11 +207,22 @@ class OutputBag:
             return f'closing it failed too ({describe(exc)})'
         return None
 
-    def close(self) -> None:
-        """Write the index and metadata.yaml (the bag is valid only after this)."""
-        if self.writer.storage is not None:
-            self.reserve.unlink(missing_ok=True)
+    def close(self, tag=None) -> None:
+        """
+        Write the index and metadata.yaml (the bag is valid only after this).
+
+        A last checkpoint (tagged ``tag``) first writes the data, so the reserve's room is left
+        for the index and metadata.yaml; if the disk is full, :meth:`abandon` then keeps the
+        previous checkpoint, or everything when only metadata.yaml failed.
+        """
+        if self.writer.storage is None:
+            return
+        self.checkpoint(tag)
+        self.reserve.unlink(missing_ok=True)
+        try:
             self.writer.close()
+        finally:
+            self._storage_closed = self.writer.storage is None
 
 
 #: The file in the bag directory that keeps room for closing the bag on a full disk.

@@ -26,7 +26,7 @@ import numpy as np
 from .records import record_values
 from .source import BagError, InputBag
 from ..core.metadata import keypoint_info
-from ..ros.messages import cloud_field
+from ..ros.messages import cloud_field, TOPIC_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,40 @@ class BagStats:
     topics: list[TopicStats] = field(default_factory=list)
     cameras: list[CameraStats] = field(default_factory=list)
     failures: Counter = field(default_factory=Counter)
+
+    @property
+    def outputs(self) -> list[str]:
+        """Topics a replay writes (``.../pose/keypoints``, ``.../errors``...) in the bag."""
+        return [t.topic for t in self.topics if _is_output(t)]
+
+    @property
+    def camera_topics(self) -> list[str]:
+        """Image topics in the bag (an input bag's cameras)."""
+        return [t.topic for t in self.topics if t.msgtype in _IMAGE_TYPES and not _is_output(t)]
+
+
+_IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+
+
+def _is_output(topic: TopicStats) -> bool:
+    """Return whether a topic is one a replay (or the node) writes."""
+    if topic.topic.endswith('/errors') and topic.msgtype.endswith('DiagnosticArray'):
+        return True
+    return any(topic.topic.endswith('/' + suffix) and
+               topic.msgtype.rsplit('/', 1)[-1] == cls.__name__
+               for suffix, cls in TOPIC_TYPES.items())
+
+
+def not_an_output(stats: BagStats, path: str) -> str | None:
+    """Say what a bag without replay outputs is (an input bag?), or None for an output bag."""
+    if stats.outputs:
+        return None
+    if stats.camera_topics:
+        return (f'{path} holds no replay outputs: it is an input bag with the camera topics '
+                f'{", ".join(stats.camera_topics)}. Replay it first (sapiens-ros replay {path} '
+                f'--out OUTPUT_BAG), then run stats on OUTPUT_BAG')
+    return (f'{path} holds no replay outputs (no .../pose/keypoints, .../seg/labels or '
+            f'.../errors topic): stats reads the bags sapiens-ros replay writes')
 
 
 def _scores(msg) -> np.ndarray:
@@ -159,7 +193,8 @@ def tables(stats: BagStats) -> list[tuple[list[str], list[list]]]:
     return [topics, cams, fails, kps]
 
 
-def format_stats(stats: BagStats, csv: bool = False) -> str:
+def format_stats(stats: BagStats, csv: bool = False, only_topics: bool = False) -> str:
     """Render the reports as aligned tables or CSV blocks separated by blank lines."""
     render = _rows_to_csv if csv else _rows_to_table
-    return '\n'.join(render(h, r) for h, r in tables(stats))
+    reports = tables(stats)[:1] if only_topics else tables(stats)
+    return '\n'.join(render(h, r) for h, r in reports)

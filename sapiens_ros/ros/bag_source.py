@@ -41,6 +41,16 @@ class BagTopics:
     image: str
     depth: str | None = None
     camera_info: str | None = None
+    cameras: tuple[str, ...] = ()  # every colour image topic of the bag (``image`` among them)
+
+    def describe(self, source: str) -> str:
+        """Say which camera of ``source`` plays, and the others there are to choose from."""
+        others = [t for t in self.cameras if t != self.image]
+        text = f'playing {self.image} from {source}'
+        if others:
+            text += (f' ({len(self.cameras)} camera topics; the others: {", ".join(others)}; '
+                     f'choose with --topic)')
+        return text
 
 
 def _camera_base(topic: str) -> str:
@@ -69,14 +79,15 @@ def bag_topics(path: str | Path, image: str = '', depth: str = '') -> BagTopics:
     except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on a bad bag
         raise SourceError(f'cannot read the bag {str(path)!r}: {exc}') from exc
     images = [t for t, m in conns.items() if m in _IMAGE_TYPES]
+    colour = [t for t in images if 'depth' not in t.lower()] or images
     if image:
         if conns.get(image) not in _IMAGE_TYPES:
-            raise SourceError(f'{path} has no sensor_msgs Image/CompressedImage topic {image}')
+            raise SourceError(f'{path} has no sensor_msgs Image/CompressedImage topic {image}; '
+                              f'its image topics: {", ".join(images) or "none"}')
     else:
-        colour = [t for t in images if 'depth' not in t.lower()]
-        if not (colour or images):
+        if not colour:
             raise SourceError(f'{path} has no sensor_msgs Image/CompressedImage topic')
-        image = (colour or images)[0]
+        image = colour[0]
     if depth == 'none':
         depth = None
     elif depth:
@@ -89,7 +100,7 @@ def bag_topics(path: str | Path, image: str = '', depth: str = '') -> BagTopics:
     beside = f'{_camera_base(image)}/camera_info'
     info = beside if beside in infos else next(
         (t for t in infos if 'depth' not in t.lower()), None)
-    return BagTopics(image, depth, info)
+    return BagTopics(image, depth, info, tuple(colour))
 
 
 def bag_bundles(path: str | Path, topics: BagTopics) -> Iterator[list[tuple[str, object]]]:

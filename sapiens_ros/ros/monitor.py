@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 import json
 from pathlib import Path
 import time
@@ -49,6 +50,28 @@ def _stamp_of(suffix: str, msg) -> float | None:
     return stamp_seconds(header.stamp)
 
 
+#: Arrivals per topic the rate is measured over.
+RATE_WINDOW = 10
+
+
+def topic_rate(arrivals: deque, now: float, period: float) -> float:
+    """
+    Rate of a topic (Hz) from its last arrival times: steady when it is slower than ``period``.
+
+    Counting messages per report period gives 0.50 and 0.00 Hz in turn for a topic at 0.4 Hz
+    reported every 2 s; the mean interval between the last :data:`RATE_WINDOW` arrivals does
+    not. A topic silent for three of its intervals (and two periods) has stopped: 0.
+    """
+    if len(arrivals) < 2:
+        return 0.0
+    interval = (arrivals[-1] - arrivals[0]) / (len(arrivals) - 1)
+    if interval <= 0:
+        return 0.0
+    if now - arrivals[-1] > max(3 * interval, 2 * period):
+        return 0.0
+    return 1.0 / interval
+
+
 class Monitor(Node):
     """Subscribes to every output; every ``period`` s prints rates and latency p50."""
 
@@ -57,7 +80,7 @@ class Monitor(Node):
         self.period = declare_float(self, 'period', 2.0, 'seconds between reports')
         self.declare_parameter('output_dir', '')
         self.declare_parameter('tasks', 'pose,seg,normal,pointmap')
-        self.counts: dict[str, int] = {}
+        self.arrivals: dict[str, deque] = {}
         self.total: dict[str, int] = {}
         self.latency: dict[str, list] = {}
         self.diagnostics: dict[str, str] = {}
@@ -101,7 +124,7 @@ class Monitor(Node):
         return (rec1 - rec0) / dt, min(proc1 - proc0, rec1 - rec0) / dt
 
     def _on_output(self, suffix: str, msg) -> None:
-        self.counts[suffix] = self.counts.get(suffix, 0) + 1
+        self.arrivals.setdefault(suffix, deque(maxlen=RATE_WINDOW)).append(time.monotonic())
         self.total[suffix] = self.total.get(suffix, 0) + 1
         stamp = _stamp_of(suffix, msg)
         if stamp:
@@ -131,14 +154,14 @@ class Monitor(Node):
             cv2.imwrite(str(self.output_dir / 'pose_skeleton.png'), drawn[..., ::-1])
 
     def report(self) -> None:
-        """Print one line per topic: rate over the period and latency p50."""
+        """Print one line per topic: its rate (last arrivals) and latency p50 of the period."""
         lines = []
+        now = time.monotonic()
         for suffix in sorted(self.total):
             lat = self.latency.get(suffix)
             p50 = f'{float(np.median(lat)):7.1f} ms' if lat else '      - ms'
-            lines.append(f'  {suffix:18s} {self.counts.get(suffix, 0) / self.period:6.2f} Hz  '
-                         f'latency p50 {p50}')
-        self.counts.clear()
+            rate = topic_rate(self.arrivals[suffix], now, self.period)
+            lines.append(f'  {suffix:18s} {rate:6.2f} Hz  latency p50 {p50}')
         self.latency.clear()
         print('\n'.join([f"[{time.strftime('%H:%M:%S')}] {self._node_line()}"] +
                         (lines or ['  (no output yet)'])), flush=True)
