@@ -21,7 +21,7 @@ Each head is a random Sapiens2 model (tiny layout by default; ``--layout 0.4b`` 
 one), exported to ONNX with the package's exporter. The two runners are timed interleaved on the
 same input, with the same thread count, and the median of ``--repeats`` runs is reported.
 
-    python benchmarks/bench_backends.py [--layout tiny|0.4b|1b] [--input-size 256x192]
+    python benchmarks/bench_backends.py [--layout tiny|0.4b|1b] [--input-size 192x256]
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ import statistics
 import tempfile
 import time
 
-from sapiens_ros.backends.export import export_onnx, parse_input_size
+from sapiens_ros.backends.export import export_onnx
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
 from sapiens_ros.backends.torch_runner import TorchRunner
+from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.registry import PERCEPTION_TASKS
 import torch
@@ -51,7 +52,8 @@ def main() -> None:
     """Run the benchmark and print a markdown table."""
     p = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
     p.add_argument('--layout', default='tiny', help="'tiny' or a model size (0.4b, 1b, ...)")
-    p.add_argument('--input-size', default=None, help='HxW (default 256x192, 1024x768 real)')
+    p.add_argument('--input-size', default=None,
+                   help='WIDTHxHEIGHT (default 192x256 tiny, 768x1024 real)')
     p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS))
     p.add_argument('--batch', type=int, default=1)
     p.add_argument('--repeats', type=int, default=10)
@@ -62,7 +64,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     tiny = args.layout == 'tiny'
-    size = parse_input_size(args.input_size or ('256x192' if tiny else '1024x768'))
+    size = parse_size(args.input_size or ('192x256' if tiny else '768x1024'))
     threads = torch.get_num_threads()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

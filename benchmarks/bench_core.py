@@ -22,7 +22,7 @@ pipeline's end-to-end time divided by ``model(pixel_values)`` on the same input,
 the same run (targets: <= 1.10 for seg/normal/pointmap, <= 1.25 for pose with 3 persons).
 Random weights: the tiny test layout and the real 0.4B layout.
 
-    python benchmarks/bench_core.py [--configs tiny,0.4b] [--input-size 512x384] [--repeat 3]
+    python benchmarks/bench_core.py [--configs tiny,0.4b] [--input-size 384x512] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.boxes import crop_windows
 from sapiens_ros.core.configs import random_model
+from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.core.frames import FrameBatch
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
 import torch
@@ -88,15 +89,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--configs', default='tiny,0.4b')
     parser.add_argument('--tasks', default='seg,normal,pointmap,pose')
-    parser.add_argument('--input-size', default='512x384')
+    parser.add_argument('--input-size', default='384x512', help='model input WIDTHxHEIGHT')
     parser.add_argument('--repeat', type=int, default=3)
     args = parser.parse_args()
     torch.manual_seed(0)
-    h, w = (int(v) for v in args.input_size.split('x'))
+    h, w = parse_size(args.input_size)
     from skimage import data
 
     frame = data.astronaut()
-    print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, input {h}x{w}, '
+    print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, input {w}x{h} (WxH), '
           f'frame 512x512 (astronaut), pose with {len(BOXES)} persons, median of '
           f'{args.repeat}')
     header = ('| layout | head | preprocess ms | forward ms | decode ms | to-host ms | '

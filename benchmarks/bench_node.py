@@ -193,7 +193,7 @@ def node_rate(model_dir: str, tasks: str, seconds: float, cam_rate: float, domai
     node = subprocess.Popen(
         [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
          '-p', f'model_dir:={model_dir}', '-p', f'tasks:={tasks}',
-         '-p', f'input_size:=[{INPUT_SIZE[0]},{INPUT_SIZE[1]}]'],
+         '-p', f'input_size:={INPUT_SIZE[1]}x{INPUT_SIZE[0]}'],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sub = subprocess.Popen(_me('sub', '--topic', ','.join(first[:1] + first[1:] + rest),
                                '--reliable', '--seconds', str(seconds), '--warmup', '3',
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--threads', type=int, default=1,
                         help='torch/OpenMP threads in the core run and the node process (on a '
                              'shared or small CPU, oversubscribed OpenMP threads are ~10x slower)')
-    parser.add_argument('--input-size', default='256x192', help='model input HxW')
+    parser.add_argument('--input-size', default='192x256', help='model input WIDTHxHEIGHT')
     parser.add_argument('--outputs', default='default', choices=('default', 'all'),
                         help='subscribe the default output set (DEFAULT_OUTPUTS) or every raw '
                              'output in the main node run')
@@ -275,7 +275,9 @@ def main() -> None:
     """Run everything and print the tables."""
     args = build_parser().parse_args()
     global INPUT_SIZE
-    INPUT_SIZE = tuple(int(v) for v in args.input_size.lower().split('x'))
+    from sapiens_ros.core.input_size import parse_size
+
+    INPUT_SIZE = parse_size(args.input_size)
     os.environ['OMP_NUM_THREADS'] = str(args.threads)  # inherited by the node process
     if args.role == 'pub':
         return role_pub(args)

@@ -22,7 +22,7 @@ infer, build the node's messages, serialize, write); the core rate is ``pipe(fra
 same decoded frames in the same batches. Target: replay / core >= 0.90.
 
     python benchmarks/bench_replay.py [--frames 12] [--size 480x640] [--batch 1,4]
-        [--tasks pose,seg,normal,pointmap] [--input-size 256x192] [--compressed]
+        [--tasks pose,seg,normal,pointmap] [--input-size 192x256] [--compressed]
         [--layout tiny|0.4b]
 
 ``--ray``: the overhead of Ray. The same bags (``--bags`` of ``--frames`` each) through the
@@ -50,6 +50,7 @@ from replay_bags import camera_bag, frames  # noqa: E402
 from sapiens_ros.backends.factory import load_pipeline  # noqa: E402
 from sapiens_ros.backends.torch_runner import TorchRunner  # noqa: E402
 from sapiens_ros.core.configs import random_model, save_random_checkpoints  # noqa: E402
+from sapiens_ros.core.input_size import format_size, parse_size  # noqa: E402
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
 from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, MessageOptions, OUTPUT_TASK  # noqa: E402
@@ -103,7 +104,7 @@ def ray_overhead(args, tmp: Path, tasks: tuple, size: tuple, input_size: tuple) 
                                 input_size)
     total = args.bags * args.frames
     print(f'{args.bags} bags x {args.frames} frames {size[1]}x{size[0]}, tasks '
-          f'{",".join(tasks)}, {args.layout} random models at {input_size[0]}x{input_size[1]}, '
+          f'{",".join(tasks)}, {args.layout} random models at {format_size(input_size)}, '
           f'CPU ({os.cpu_count()} cores); wall time includes loading the models')
     print('| run | workers | Ray start s | wall s | frames/s | ratio | frames/s once loaded '
           '| ratio |')
@@ -139,7 +140,7 @@ def main() -> None:
     ap.add_argument('--size', default='480x640', help='camera frame HxW')
     ap.add_argument('--batch', default='1,4')
     ap.add_argument('--tasks', default='pose,seg,normal,pointmap')
-    ap.add_argument('--input-size', default='256x192', help='model input HxW')
+    ap.add_argument('--input-size', default='192x256', help='model input WIDTHxHEIGHT')
     ap.add_argument('--layout', default='tiny',
                     help='random-weight layout: tiny (saved and loaded) or a real size, e.g. 0.4b')
     ap.add_argument('--compressed', action='store_true', help='JPEG CompressedImage input')
@@ -152,7 +153,7 @@ def main() -> None:
                          'output at stride 1')
     args = ap.parse_args()
     size = tuple(int(v) for v in args.size.split('x'))
-    input_size = tuple(int(v) for v in args.input_size.split('x'))
+    input_size = parse_size(args.input_size)
     tasks = tuple(args.tasks.split(','))
     tmp = Path(tempfile.mkdtemp(prefix='bench_replay_'))
     if args.ray:
@@ -175,7 +176,7 @@ def main() -> None:
     pipe(rgb[:1])  # warm-up
     print(f'{args.frames} frames {size[1]}x{size[0]} '
           f'{"jpeg" if args.compressed else "rgb8"}, tasks {",".join(tasks)}, {args.layout} '
-          f'random models at {input_size[0]}x{input_size[1]}, CPU, outputs {args.outputs} '
+          f'random models at {format_size(input_size)}, CPU, outputs {args.outputs} '
           f'(pointmap stride {stride})')
     print(f'| batch | core frames/s | replay frames/s | ratio | target >= {TARGET:.2f} |')
     print('|---|---|---|---|---|')

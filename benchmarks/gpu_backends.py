@@ -52,6 +52,7 @@ import traceback
 from sapiens_ros.backends.artifact_cache import get_onnx
 from sapiens_ros.backends.artifacts import sidecar_of
 from sapiens_ros.backends.export import converted, TOLERANCES
+from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import weights_hash
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
@@ -244,7 +245,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
     p.add_argument('--layout', default='0.4b', help="'tiny' or a real layout (0.4b, 1b, ...)")
     p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS))
-    p.add_argument('--input-size', default='1024x768')
+    p.add_argument('--input-size', default='768x1024', help='model input WIDTHxHEIGHT')
     p.add_argument('--repeats', type=int, default=10)
     p.add_argument('--warmup', type=int, default=3)
     p.add_argument('--budget-s', type=float, default=420.0,
@@ -257,7 +258,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit('needs a CUDA GPU (and a CUDA build of torch)')
     started = time.monotonic()
-    args.size = tuple(int(v) for v in args.input_size.split('x'))
+    args.size = parse_size(args.input_size)
     args.hashes = {}
     torch.backends.cuda.matmul.allow_tf32 = False  # torch fp32 is the exact reference
     torch.backends.cudnn.allow_tf32 = False

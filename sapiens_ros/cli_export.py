@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--layout', default='tiny',
                    help="with --random-weights: 'tiny' (default) or a real layout, e.g. 0.4b "
                         '(15 min and ~9 GB RAM on a CPU)')
-    p.add_argument('--input-size', default='1024x768', help='model input HxW (static)')
+    p.add_argument('--input-size', default='768x1024',
+                   help='model input WIDTHxHEIGHT (static), portrait or square')
     p.add_argument('--batch', default='1:1:8', help='batch profile min:opt:max')
     p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
                    help='graph dtype (the same graph on any device; the parity check of '
@@ -74,13 +75,14 @@ def _model(args):
 
 def run(args: argparse.Namespace) -> int:
     """Export (and check, and optionally build an engine); return the exit code."""
-    from .backends.export import export_onnx, parse_batch, parse_input_size, write_report
+    from .backends.export import export_onnx, parse_batch, write_report
     from .backends.fingerprint import checkpoint_fingerprint, weights_hash
+    from .core.input_size import format_size, parse_size
     from .core.loading import parse_device
     from .core.registry import task_spec
 
     task_spec(args.task)
-    args.input_size = parse_input_size(args.input_size)
+    args.input_size = parse_size(args.input_size, '--input-size')
     batch = parse_batch(args.batch)
     device = parse_device(args.device)
     plan = None
@@ -92,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).expanduser()
     dtype = plan.graph_dtype if plan is not None else args.dtype or 'fp32'
     if out.suffix != '.onnx':
-        h, w = args.input_size
-        out = out / f'{args.task}-{h}x{w}-{dtype}.onnx'
+        out = out / f'{args.task}-{format_size(args.input_size)}-{dtype}.onnx'
     if plan is not None and args.dtype and dtype != args.dtype:
         print(f'note: {plan.describe()}: exporting the {dtype} graph it is built from')
     result = export_onnx(model, args.task, out, input_size=args.input_size, batch=batch,
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                          extra_metadata={'source_hash': w_hash})
     write_report(result, out.with_suffix('.json'))
     print(f'wrote {result.path} ({result.exported_dtype}, opset {result.opset}, input '
-          f'{args.input_size[0]}x{args.input_size[1]}, batch {":".join(map(str, batch))}, '
+          f'{format_size(args.input_size)}, batch {":".join(map(str, batch))}, '
           f'outputs {", ".join(result.output_names)}, {result.seconds:.1f} s)')
     for note in result.notes:
         print(f'note: {note}')
@@ -116,10 +117,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _infer_command(args, backend: str, model: Path) -> str:
     """Return an ``infer`` command line that runs the exported head as it stands (pasteable)."""
-    h, w = args.input_size
+    from .core.input_size import format_size
+
     boxes = ' --boxes full' if args.task == 'pose' else ''  # no seg model needed for the boxes
     return (f'sapiens-ros infer --tasks {args.task} --backend {backend} --model '
-            f'{args.task}={model} --input-size {h}x{w}{boxes} --out {args.task}-out')
+            f'{args.task}={model} --input-size {format_size(args.input_size)}{boxes} '
+            f'--out {args.task}-out')
 
 
 def _engine_plan(args, device):

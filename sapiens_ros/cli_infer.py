@@ -63,10 +63,18 @@ def check_out_dir(path: str) -> None:
         raise SapiensError(f'--out {path} cannot be created: {parent} is a file')
 
 
+def input_size(args: argparse.Namespace) -> tuple[int, int]:
+    """Return ``--input-size`` (WIDTHxHEIGHT) as ``(height, width)``; InputSizeError if bad."""
+    from .core.input_size import parse_size
+
+    return parse_size(args.input_size, '--input-size')
+
+
 def check_model_args(args: argparse.Namespace) -> None:
-    """Check ``--device`` and ``--providers`` (SapiensError naming the fix)."""
+    """Check ``--device``, ``--input-size`` and ``--providers`` (SapiensError naming the fix)."""
     from .core.loading import parse_device
 
+    input_size(args)
     device = parse_device(args.device)  # CUDA asked for without CUDA: said before any import
     if getattr(args, 'providers', None):
         check_providers(args.providers, args.backend, device)
@@ -118,7 +126,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                      help='tiny random models (offline smoke test: outputs are noise)')
     p.add_argument('--model', action='append', default=[], metavar='TASK=ID_OR_PATH',
                    help='override one task (repeatable)')
-    p.add_argument('--input-size', default='1024x768', help='model input HxW')
+    p.add_argument('--input-size', default='768x1024',
+                   help='model input WIDTHxHEIGHT, portrait or square (e.g. 384x512)')
     p.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
     p.add_argument('--dtype', default=None, choices=['fp32', 'bf16', 'fp16'],
                    help='torch weights dtype (default fp32), or the TensorRT engine precision '
@@ -137,17 +146,6 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help='ONNX/engine cache (default ~/.cache/sapiens_ros or SAPIENS_ROS_CACHE)')
     b.add_argument('--no-build', action='store_true',
                    help='tensorrt: fail (printing the export command) instead of building')
-
-
-def parse_hw(text: str) -> tuple[int, int]:
-    """Parse ``HxW`` into a tuple."""
-    from .core.errors import InputSizeError
-
-    try:
-        h, w = (int(v) for v in text.lower().split('x'))
-    except ValueError:
-        raise InputSizeError(f'input size must look like 1024x768, got {text!r}') from None
-    return h, w
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -223,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         for reason in failed.values():
             print(f'error: {reason}')
         return 2
-    config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=box_source,
+    config = PipelineConfig(input_size=input_size(args), box_source=box_source,
                             flip_test=args.flip, pointmap_stride=args.stride)
     pipe = pipeline_from_args(args, config)
     for path in paths:
@@ -275,7 +273,7 @@ def _run_video(args: argparse.Namespace, box_source: str, boxes) -> int:
     except SourceError as exc:
         print(f'error: {exc}')
         return 2
-    config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=box_source,
+    config = PipelineConfig(input_size=input_size(args), box_source=box_source,
                             flip_test=args.flip, pointmap_stride=args.stride)
     pipe = pipeline_from_args(args, config)
     status = run_video(args, pipe, fps, frames, None if boxes is None else [boxes])

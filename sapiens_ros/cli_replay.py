@@ -22,7 +22,7 @@ import logging
 from pathlib import Path
 import sys
 
-from .cli_infer import add_model_args, parse_hw, pipeline_from_args
+from .cli_infer import add_model_args, input_size, pipeline_from_args
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='output topic suffixes to write, e.g. pose/keypoints,seg/labels, '
                         '/compressed variants included; default: the default set of the node '
                         '(3.65 MB per 1024x768 frame, docs/topics.md); all: every raw output')
+    p.add_argument('--rates', default='',
+                   help='most runs per second per task and camera, e.g. seg=5,normal=2 (as the '
+                        "node's rates.<task>: pose between seg frames runs on tracked boxes)")
     p.add_argument('--no-tracking', action='store_true',
                    help='no person tracking (ids -1, nothing smoothed), as tracking:=false')
     p.add_argument('--smooth-keypoints', action='store_true',
@@ -93,6 +96,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def check(args: argparse.Namespace) -> None:
     """Check ``--out``, the device and the providers before any model loads."""
     from .cli_infer import check_model_args
+    from .core.budget import parse_rates
     from .core.errors import SapiensError
 
     out = Path(args.out).expanduser()
@@ -101,6 +105,10 @@ def check(args: argparse.Namespace) -> None:
                            f'OUT_DIR of many) is a directory, so --resume cannot continue it; '
                            f'choose another --out or delete the file')
     check_model_args(args)
+    try:
+        parse_rates(args.rates)
+    except ValueError as exc:
+        raise SapiensError(str(exc)) from None
 
 
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
@@ -130,13 +138,14 @@ def build_pipeline(settings: dict):
     from .core.pipeline import PipelineConfig
 
     args = argparse.Namespace(**settings)
-    config = PipelineConfig(input_size=parse_hw(args.input_size), box_source=args.boxes,
+    config = PipelineConfig(input_size=input_size(args), box_source=args.boxes,
                             flip_test=args.flip, pointmap_stride=args.stride)
     return pipeline_from_args(args, config)
 
 
 def replay_options(args: argparse.Namespace, input_bag: str):
     """Return the :class:`~sapiens_ros.replay.loop.ReplayOptions` of the flags."""
+    from .core.budget import parse_rates
     from .core.people import PeopleConfig
     from .core.registry import parse_tasks
     from .replay.loop import ReplayOptions
@@ -149,7 +158,7 @@ def replay_options(args: argparse.Namespace, input_bag: str):
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
         namespace=args.namespace, progress=not args.no_progress,
         checkpoint_seconds=args.checkpoint_seconds,
-        people=PeopleConfig(tracking=not args.no_tracking),
+        people=PeopleConfig(tracking=not args.no_tracking), rates=parse_rates(args.rates),
         messages=MessageOptions(outputs=parse_outputs(args.outputs, parse_tasks(args.tasks)),
                                 smooth_keypoints=args.smooth_keypoints))
 

@@ -241,7 +241,7 @@ def _can_mount_read_only(tmp_path) -> bool:
 
 def _infer_argv(checkpoint: Path, cache: Path, out: Path) -> list[str]:
     return [sys.executable, '-m', 'sapiens_ros.cli', 'infer', '--tasks', 'seg', '--model',
-            f'seg={checkpoint}', '--backend', 'onnxruntime', '--input-size', '256x192',
+            f'seg={checkpoint}', '--backend', 'onnxruntime', '--input-size', '192x256',
             '--cache-dir', str(cache), '--out', str(out)]
 
 

@@ -32,11 +32,11 @@ def parse(argv):
 
 def test_export_tiny_pose(tmp_path, capsys):
     args = parse(['export', '--task', 'pose', '--random-weights',  # tiny, as everywhere
-                  '--input-size', '256x192', '--batch', '1:1:2', '--dtype', 'fp32',
+                  '--input-size', '192x256', '--batch', '1:1:2', '--dtype', 'fp32',
                   '--out', str(tmp_path)])
     assert args.layout == 'tiny'
     assert args.run(args) == 0
-    onnx = tmp_path / 'pose-256x192-fp32.onnx'
+    onnx = tmp_path / 'pose-192x256-fp32.onnx'
     report = json.loads(onnx.with_suffix('.json').read_text())
     assert report['exported_dtype'] == 'fp32' and report['requested_dtype'] == 'fp32'
     assert report['parity']['max_rel']['heatmaps'] < 1e-3
@@ -56,7 +56,7 @@ def test_export_engine_without_tensorrt(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, 'tensorrt', None)  # as on this machine: not installed
     random_model('seg', input_size=(256, 192)).save_pretrained(tmp_path / 'seg')
     args = parse(['export', '--task', 'seg', '--model', str(tmp_path / 'seg'), '--input-size',
-                  '256x192', '--no-check', '--engine', '--out', str(tmp_path / 'seg.onnx')])
+                  '192x256', '--no-check', '--engine', '--out', str(tmp_path / 'seg.onnx')])
     with pytest.raises(BackendUnavailableError, match='pip install tensorrt'):
         args.run(args)
     assert not (tmp_path / 'seg.onnx').exists()

@@ -188,7 +188,7 @@ def test_refuse_to_build_prints_export_command(tmp_path, onnx_file):
                allow_build=False, source='/models/pose')
     msg = str(err.value)
     assert 'building on start is disabled' in msg
-    assert ('sapiens-ros export --task pose --model /models/pose --input-size 1024x768 '
+    assert ('sapiens-ros export --task pose --model /models/pose --input-size 768x1024 '
             '--batch 1:2:8 --dtype bf16') in msg and '--engine' in msg
 
 
@@ -216,7 +216,7 @@ def test_default_cache_dir(monkeypatch, tmp_path):
 
 def test_export_command_from_key():
     cmd = export_command(key(precision='fp16', batch=(1, 1, 1)), source='/m', out='p.onnx')
-    assert cmd == ('sapiens-ros export --task pose --model /m --input-size 1024x768 '
+    assert cmd == ('sapiens-ros export --task pose --model /m --input-size 768x1024 '
                    '--batch 1:1:1 --dtype fp16 --out p.onnx --engine')
 
 

@@ -26,7 +26,7 @@ from sapiens_ros.core.sample_image import sample_image_path
 
 def test_infer_writes_every_output(model_dir, tmp_path, capsys):
     out = tmp_path / 'out'
-    rc = main(['infer', '--model-dir', str(model_dir), '--input-size', '256x192',
+    rc = main(['infer', '--model-dir', str(model_dir), '--input-size', '192x256',
                '--tasks', 'pose,seg,normal,pointmap', '--out', str(out)])
     assert rc == 0
     stem = 'astronaut'
@@ -55,7 +55,7 @@ def test_infer_writes_every_output(model_dir, tmp_path, capsys):
 
 def test_infer_given_boxes_and_random_weights(tmp_path, capsys):
     out = tmp_path / 'out'
-    rc = main(['infer', '--random-weights', '--tasks', 'pose', '--input-size', '256x192',
+    rc = main(['infer', '--random-weights', '--tasks', 'pose', '--input-size', '192x256',
                '--boxes', '10,20,200,300;250,40,500,500', '--flip', '--out', str(out)])
     assert rc == 0
     assert 'NOISE' in capsys.readouterr().out
@@ -69,17 +69,17 @@ def test_infer_errors_are_clear(tmp_path, capsys):
     assert 'does not exist' in capsys.readouterr().err
     assert main(['infer', '--random-weights', '--tasks', 'depth', '--out', str(tmp_path)]) == 2
     assert 'unknown task' in capsys.readouterr().err
-    assert main(['infer', '--random-weights', '--input-size', '250x192', '--tasks', 'normal',
+    assert main(['infer', '--random-weights', '--input-size', '192x250', '--tasks', 'normal',
                  '--out', str(tmp_path)]) == 2
     assert 'multiple of the patch size' in capsys.readouterr().err
     assert main(['infer', str(tmp_path / 'missing.png'), '--random-weights', '--tasks', 'normal',
-                 '--input-size', '256x192', '--out', str(tmp_path)]) == 2
+                 '--input-size', '192x256', '--out', str(tmp_path)]) == 2
     assert 'missing.png' in capsys.readouterr().out
 
 
 def test_infer_first_hour_mistakes(tmp_path, capfd):
     """What a new user gets wrong: each is one clear line, never a traceback."""
-    base = ['infer', '--random-weights', '--tasks', 'pose', '--input-size', '256x192',
+    base = ['infer', '--random-weights', '--tasks', 'pose', '--input-size', '192x256',
             '--out', str(tmp_path / 'out')]
     for boxes, why in [('1,2,3', 'has 3 numbers, not 4'),
                        ('1,2,3,4,5,6,7,8', 'has 8 numbers, not 4'),
@@ -94,7 +94,7 @@ def test_infer_first_hour_mistakes(tmp_path, capfd):
     (tmp_path / 'folder').mkdir()
     capfd.readouterr()
     rc = main(['infer', good, str(tmp_path / 'missing.png'), str(tmp_path / 'folder'),
-               '--random-weights', '--tasks', 'seg', '--input-size', '256x192',
+               '--random-weights', '--tasks', 'seg', '--input-size', '192x256',
                '--out', str(tmp_path / 'out2')])
     out = capfd.readouterr()
     assert rc == 1
@@ -120,7 +120,7 @@ def test_offline_without_cache_fails_at_once(tmp_path, capsys, monkeypatch):
 def test_infer_on_onnxruntime_backend(model_dir, tmp_path, capsys):
     """The same command on ONNX Runtime: exported, cached and run through a real session."""
     out = tmp_path / 'out'
-    rc = main(['infer', '--model-dir', str(model_dir), '--input-size', '256x192', '--tasks',
+    rc = main(['infer', '--model-dir', str(model_dir), '--input-size', '192x256', '--tasks',
                'normal', '--backend', 'ort', '--cache-dir', str(tmp_path / 'cache'),
                '--out', str(out)])
     assert rc == 0
@@ -142,7 +142,7 @@ def test_infer_video_tracks_people_into_an_mp4(tmp_path, capsys):
     writer.release()
     out = tmp_path / 'out'
     rc = main(['infer', '--video', str(clip), '--random-weights', '--tasks', 'pose',
-               '--input-size', '256x192', '--boxes', '10,20,120,180;130,20,250,180',
+               '--input-size', '192x256', '--boxes', '10,20,120,180;130,20,250,180',
                '--out', str(out)])
     assert rc == 0, capsys.readouterr().out
     assert 'walk.avi: 6 frames at 10 fps, 2 people (ids [1, 2])' in capsys.readouterr().out
@@ -168,6 +168,6 @@ def test_infer_video_errors(tmp_path, capsys):
     bad = tmp_path / 'bad.mp4'
     bad.write_bytes(b'not a video')
     assert main(['infer', '--video', str(bad), '--random-weights', '--tasks', 'pose',
-                 '--input-size', '256x192', '--boxes', 'full', '--out', str(tmp_path)]) == 2
+                 '--input-size', '192x256', '--boxes', 'full', '--out', str(tmp_path)]) == 2
     out = capsys.readouterr().out
     assert 'cannot open video' in out and 'NOISE' not in out  # before any model loads

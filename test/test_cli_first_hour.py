@@ -32,7 +32,7 @@ from replay_bags import BASE_NS, camera_bag, cli_env, frames, image_msg, STEP_NS
 from sapiens_ros.cli import main
 from sapiens_ros.core.sample_image import sample_image_path
 
-TINY = ['--random-weights', '--tasks', 'pose', '--input-size', '256x192']
+TINY = ['--random-weights', '--tasks', 'pose', '--input-size', '192x256']
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from sapiens_ros.cli import main
 def test_bf16_export_on_cpu_writes_the_bf16_graph(tmp_path, capsys):
     """``--dtype bf16`` on a CPU writes the graph a GPU would (opset 22), only parity skipped."""
     out = tmp_path / 'seg-bf16.onnx'
-    assert main(['export', '--task', 'seg', '--random-weights', '--input-size', '256x192',
+    assert main(['export', '--task', 'seg', '--random-weights', '--input-size', '192x256',
                  '--batch', '1:1:2', '--dtype', 'bf16', '--out', str(out)]) == 0
     printed = capsys.readouterr().out
     assert '(bf16, opset 22,' in printed
@@ -44,7 +44,7 @@ def test_bf16_export_on_cpu_writes_the_bf16_graph(tmp_path, capsys):
 def test_printed_run_line_runs(tmp_path, capsys, monkeypatch):
     """The "run it with" line includes the required --out, and pasted, it runs."""
     monkeypatch.chdir(tmp_path)
-    assert main(['export', '--task', 'pose', '--random-weights', '--input-size', '256x192',
+    assert main(['export', '--task', 'pose', '--random-weights', '--input-size', '192x256',
                  '--batch', '1:1:2', '--no-check', '--out', str(tmp_path)]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith('run it with:')]
     argv = shlex.split(line.split(':', 1)[1])

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def cli_args(src, out, model_dir, *extra):
     return ['replay', str(src), '--out', str(out), '--model-dir', str(model_dir),
-            '--tasks', 'pose,seg', '--input-size', '256x192', '--no-progress', *extra]
+            '--tasks', 'pose,seg', '--input-size', '192x256', '--no-progress', *extra]
 
 
 def test_cli_replay_then_stats(tmp_path, model_dir, astronaut, capsys):

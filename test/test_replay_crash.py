@@ -35,7 +35,7 @@ TOPICS = ('/sapiens/pose/keypoints', '/sapiens/pose/markers', '/sapiens/seg/labe
 
 def cli_args(src, out, model_dir, *extra):
     return ['replay', str(src), '--out', str(out), '--model-dir', str(model_dir),
-            '--tasks', 'pose,seg', '--input-size', '256x192', *extra]
+            '--tasks', 'pose,seg', '--input-size', '192x256', *extra]
 
 
 def read_out(path: Path, storage: str) -> dict[str, list]:

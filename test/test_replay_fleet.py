@@ -42,7 +42,7 @@ def archive(root: Path, astronaut, sizes: dict[str, int] = SIZES) -> Path:
 
 def fleet_args(inputs, out, model_dir, *extra):
     return ['replay', *map(str, inputs), '--out', str(out), '--model-dir', str(model_dir),
-            '--tasks', 'pose,seg', '--input-size', '256x192', *extra]
+            '--tasks', 'pose,seg', '--input-size', '192x256', *extra]
 
 
 def check_outputs(out: Path, sizes: dict[str, int]) -> dict:

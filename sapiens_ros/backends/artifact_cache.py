@@ -38,6 +38,7 @@ from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_V
                         sidecar_of, staging, verify, write_sidecar)
 from .errors import EngineNotBuiltError
 from .precision import BASE_OPSET, graph_opset, PrecisionPlan, PRECISIONS
+from ..core.input_size import format_size
 
 LOG = logging.getLogger(__name__)
 
@@ -201,7 +202,7 @@ def export_command(key_or_task, *, source: str = '<model dir or --size>',
     else:
         task = key_or_task
     return (f'sapiens-ros export --task {task} --model {source} '
-            f'--input-size {input_size[0]}x{input_size[1]} --batch {":".join(map(str, batch))} '
+            f'--input-size {format_size(input_size)} --batch {":".join(map(str, batch))} '
             f'--dtype {precision} --out {out} --engine')
 
 

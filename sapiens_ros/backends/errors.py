@@ -44,10 +44,12 @@ def check_static_size(input_size: tuple[int, int], built: tuple[int, int], artif
 
     Otherwise raise :class:`InputSizeError` naming both sizes and the command that rebuilds it.
     """
+    from ..core.input_size import format_size
+
     size = (int(input_size[0]), int(input_size[1]))
     if size != tuple(built):
-        h, w = built
+        have, want = format_size(built), format_size(size)
         raise InputSizeError(
-            f'{artifact} was built for input {h}x{w}, not {size[0]}x{size[1]}: set input_size '
-            f'to {h}x{w}, or rebuild with `{export_command} --input-size {size[0]}x{size[1]}`')
+            f'{artifact} was built for input {have} (WIDTHxHEIGHT), not {want}: set input_size '
+            f'to {have}, or rebuild with `{export_command} --input-size {want}`')
     return size

@@ -89,17 +89,6 @@ def parse_batch(text: str | int | tuple[int, ...]) -> tuple[int, int, int]:
     return int(parts[0]), int(parts[1]), int(parts[2])
 
 
-def parse_input_size(text: str | tuple[int, int]) -> tuple[int, int]:
-    """Parse ``HxW`` (e.g. ``1024x768``) into ``(height, width)``."""
-    if isinstance(text, (tuple, list)) and len(text) == 2:
-        return int(text[0]), int(text[1])
-    try:
-        h, w = (int(v) for v in str(text).lower().split('x'))
-    except ValueError:
-        raise ExportError(f'invalid input size {text!r}: use HxW, e.g. 1024x768') from None
-    return h, w
-
-
 class ExportWrapper(torch.nn.Module):
     """A Sapiens2 model as ``pixel_values (float32) -> tuple of float32 outputs``."""
 

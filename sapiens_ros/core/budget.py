@@ -71,3 +71,22 @@ class RateBudget:
                 continue
             nxt = self._next.get(task, -math.inf)
             self._next[task] = nxt + period if stamp - nxt <= period else stamp + period
+
+
+def parse_rates(text: str, name: str = '--rates') -> dict[str, float]:
+    """Parse ``seg=5,normal=2`` (Hz per task; 0: every frame) into ``{task: Hz}``."""
+    from .registry import PERCEPTION_TASKS
+
+    out = {}
+    for part in (p.strip() for p in text.split(',') if p.strip()):
+        task, _, rate = part.partition('=')
+        try:
+            value = float(rate)
+        except ValueError:
+            value = -1.0
+        if task.strip() not in PERCEPTION_TASKS or not math.isfinite(value) or value < 0:
+            raise ValueError(f'{name} {text!r}: each entry must be TASK=HZ with a task of '
+                             f'{", ".join(PERCEPTION_TASKS)} and HZ >= 0 (0: every frame), '
+                             f'e.g. seg=5,normal=2')
+        out[task.strip()] = value
+    return out

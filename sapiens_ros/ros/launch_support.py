@@ -64,21 +64,9 @@ def parse_input_size(text: str) -> str:
 
 def parse_rates(text: str) -> dict[str, float]:
     """Parse ``rates:=seg=5,normal=2`` into ``{'rates.seg': 5.0, 'rates.normal': 2.0}``."""
-    from ..core.registry import PERCEPTION_TASKS
+    from ..core.budget import parse_rates as rates_of
 
-    out = {}
-    for part in (p.strip() for p in text.split(',') if p.strip()):
-        task, _, rate = part.partition('=')
-        try:
-            value = float(rate)
-        except ValueError:
-            value = -1.0
-        if task.strip() not in PERCEPTION_TASKS or value < 0:
-            raise ValueError(f'launch argument rates:={text!r}: each entry must be TASK=HZ with '
-                             f'a task of {", ".join(PERCEPTION_TASKS)} and HZ >= 0 '
-                             f'(0: every frame), e.g. rates:=seg=5,normal=2')
-        out[f'rates.{task.strip()}'] = value
-    return out
+    return {f'rates.{task}': rate for task, rate in rates_of(text, 'launch argument rates').items()}
 
 
 def parameter_overrides(args: dict[str, str]) -> dict:
