@@ -33,7 +33,7 @@ from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, 
 from .hostbuf import host_copy
 from .pipeline import FrameResult
 from .smoothing import OneEuroConfig, OneEuroFilter
-from .tracking import PersonTracker, TrackerConfig, UNTRACKED
+from .tracking import IdAllocator, PersonTracker, TrackerConfig, UNTRACKED
 
 LOG = logging.getLogger(__name__)
 
@@ -76,11 +76,17 @@ class People:
 
 
 class PeopleState:
-    """Per-camera state: ``update(result, stamp, depth=None, K=None) -> People``."""
+    """
+    Per-camera state: ``update(result, stamp, depth=None, K=None) -> People``.
 
-    def __init__(self, config: PeopleConfig | None = None) -> None:
+    ``ids``: the track id source; give the cameras of one process the same
+    :class:`~sapiens_ros.core.tracking.IdAllocator` so that their ids never collide.
+    """
+
+    def __init__(self, config: PeopleConfig | None = None,
+                 ids: IdAllocator | None = None) -> None:
         self.config = config or PeopleConfig()
-        self.tracker = PersonTracker(self.config.tracker)
+        self.tracker = PersonTracker(self.config.tracker, ids)
         self.keypoint_filter = OneEuroFilter(self.config.keypoint_filter)
         self.xyz_filter = OneEuroFilter(self.config.xyz_filter)
         self.depth_scale = DepthScale(self.config.scale_time_constant)
@@ -126,7 +132,8 @@ class PeopleState:
         if pose is None:  # no people this frame; the depth still calibrates the pointmap
             return _nobody(stamp, scale)
         if cfg.tracking:
-            ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp)
+            ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp,
+                                      result.image_size)
         else:
             ids = np.full(len(pose.boxes), UNTRACKED, np.int64)
         smoothed = self.keypoint_filter(ids, pose.keypoints, stamp).astype(np.float32)
@@ -151,6 +158,19 @@ class PeopleState:
             position, orientation, valid = _no_torso(len(ids))
         return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, xyz_raw, source,
                       position, orientation, valid, scale)
+
+    def predict_boxes(self, stamp: float, image_size: tuple[int, int] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """
+        Boxes where the live tracks are expected at ``stamp``: ``(ids (N,), boxes (N, 4))``.
+
+        xyxy float32 image pixels (clipped to ``image_size`` ``(height, width)`` when given),
+        for running pose on them without a seg forward; see
+        :meth:`~sapiens_ros.core.tracking.PersonTracker.predict_boxes`. Empty without tracking.
+        """
+        if not self.config.tracking:
+            return np.zeros(0, np.int64), np.zeros((0, 4), np.float32)
+        return self.tracker.predict_boxes(stamp, image_size)
 
     def _fit_scale(self, result: FrameResult, depth_m: torch.Tensor | None,
                    stamp: float) -> float | None:
