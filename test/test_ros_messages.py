@@ -138,7 +138,11 @@ def test_markers_2d_and_3d(frame):
 def test_output_selection_and_info():
     info = M.info_messages(['pose', 'seg'])
     assert len(json.loads(info['pose/keypoint_info'].data)['names']) == 308
-    assert len(json.loads(info['seg/label_info'].data)['names']) == 29
+    assert len(json.loads(info['seg/label_info_json'].data)['names']) == 29
+    coco = json.loads(M.info_messages(['pose'], 'coco17')['pose/keypoint_info'].data)
+    assert coco['format'] == 'coco17' and len(coco['names']) == 17
+    assert coco['from_308'] == [[i, i] for i in json.loads(
+        info['pose/keypoint_info'].data)['coco17_to_308']]
 
 
 def test_only_requested_outputs(frame):

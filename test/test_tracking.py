@@ -19,7 +19,7 @@ import logging
 import numpy as np
 import pytest
 from sapiens_ros.core.tracking import (IdAllocator, person_confidence, PersonTracker,
-                                        TrackerConfig, UNTRACKED)
+                                       TrackerConfig, UNTRACKED)
 
 K = 308
 TEMPLATE = np.random.default_rng(0).uniform(-0.45, 0.45, (K, 2))

@@ -70,6 +70,10 @@ class People:
     torso_orientation: np.ndarray  # (P, 4) x/y/z/w quaternion, identity when unknown
     torso_valid: np.ndarray  # (P,) bool
     pointmap_scale: float | None  # multiply the pointmap XYZ by this for metres (depth fit)
+    #: XYZ are measured (depth) or metric (pointmap calibrated by camera_info), not a guess
+    xyz_metric: bool = False
+    #: ids of every live track after this frame (seen within max_age), the rows' and others
+    tracks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -130,7 +134,7 @@ class PeopleState:
         scale = self._fit_scale(result, depth_m, stamp)
         pose = result.pose
         if pose is None:  # no people this frame; the depth still calibrates the pointmap
-            return _nobody(stamp, scale)
+            return _nobody(stamp, scale, self.tracker.ids.copy())
         if cfg.tracking:
             ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp,
                                       result.image_size)
@@ -138,7 +142,7 @@ class PeopleState:
             ids = np.full(len(pose.boxes), UNTRACKED, np.int64)
         smoothed = self.keypoint_filter(ids, pose.keypoints, stamp).astype(np.float32)
 
-        xyz_raw, source = None, 'none'
+        xyz_raw, source, metric = None, 'none', False
         if depth_m is not None:
             xyz_raw = keypoints_xyz(depth_m, pose.keypoints, result.image_size, K,
                                     cfg.depth_window)
@@ -146,9 +150,11 @@ class PeopleState:
                 # depth holes: fall back to the depth-calibrated pointmap
                 xyz_raw = np.where(np.isfinite(xyz_raw), xyz_raw,
                                    result.keypoints_xyz * np.float32(scale))
-            source = 'depth'
+            source, metric = 'depth', True
         elif result.keypoints_xyz is not None:
             xyz_raw, source = result.keypoints_xyz, 'pointmap'
+            metric = result.pointmap is not None and \
+                result.pointmap.scale_source in ('calibrated', 'depth')
         xyz = None
         if xyz_raw is not None:
             xyz = np.where((pose.scores >= cfg.min_score)[..., None], xyz_raw, np.float32(np.nan))
@@ -156,8 +162,9 @@ class PeopleState:
             position, orientation, valid = torso_poses(xyz)
         else:
             position, orientation, valid = _no_torso(len(ids))
+        tracks = self.tracker.ids.copy() if cfg.tracking else np.zeros(0, np.int64)
         return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, xyz_raw, source,
-                      position, orientation, valid, scale)
+                      position, orientation, valid, scale, metric, tracks)
 
     def predict_boxes(self, stamp: float, image_size: tuple[int, int] | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -188,11 +195,11 @@ def _no_torso(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.zeros(n, bool))
 
 
-def _nobody(stamp: float, scale: float | None) -> People:
-    """Return the people of a frame without pose: no rows, only the pointmap scale."""
+def _nobody(stamp: float, scale: float | None, tracks: np.ndarray) -> People:
+    """Return the people of a frame without pose: no rows, the pointmap scale, the tracks."""
     empty = np.zeros((0, 0, 2), np.float32)
     return People(stamp, np.zeros(0, np.int64), empty, empty, np.zeros((0, 0), np.float32),
-                  None, None, 'none', *_no_torso(0), scale)
+                  None, None, 'none', *_no_torso(0), scale, tracks=tracks)
 
 
 def with_pointmap_scale(result: FrameResult, scale: float | None) -> FrameResult:

@@ -382,5 +382,5 @@ class PersonTracker:
         return new_ids
 
 
-__all__ = ['IdAllocator', 'PersonTracker', 'TrackerConfig', 'UNTRACKED', 'box_iou', 'keypoint_similarity',
-           'person_confidence']
+__all__ = ['IdAllocator', 'PersonTracker', 'TrackerConfig', 'UNTRACKED', 'box_iou',
+           'keypoint_similarity', 'person_confidence']
