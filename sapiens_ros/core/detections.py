@@ -103,9 +103,9 @@ def person_boxes(det: DetectorBoxes, image_size: tuple[int, int],
     # the axis-aligned box of the (possibly rotated) box, clipped to the image as the boxes
     # given on the command line are (core.boxes.clip_to_image)
     c, s = np.cos(det.thetas), np.sin(det.thetas)
-    half = np.stack([np.abs(c) * det.sizes[:, 0] + np.abs(s) * det.sizes[:, 1],
-                     np.abs(s) * det.sizes[:, 0] + np.abs(c) * det.sizes[:, 1]], 1) / 2
-    with np.errstate(invalid='ignore'):
+    with np.errstate(invalid='ignore'):  # bad rows (inf sizes) are already counted
+        half = np.stack([np.abs(c) * det.sizes[:, 0] + np.abs(s) * det.sizes[:, 1],
+                         np.abs(s) * det.sizes[:, 0] + np.abs(c) * det.sizes[:, 1]], 1) / 2
         boxes = np.concatenate([det.centers - half, det.centers + half], 1)
         boxes = np.clip(boxes, 0.0, [w, h, w, h])
         inside = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
