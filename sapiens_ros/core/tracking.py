@@ -210,7 +210,7 @@ class PersonTracker:
                         self._last_stamp - stamp, self._last_stamp, stamp)
             self.resets += 1
             self.reset()
-        self._last_stamp = stamp
+        previous, self._last_stamp = self._last_stamp, stamp
         alive = stamp - self._seen <= cfg.max_age
         self._keep(alive)
         if self._kp.shape[1] != keypoints.shape[1]:
@@ -228,7 +228,7 @@ class PersonTracker:
         low = np.flatnonzero(finite & (confidence >= cfg.low_score)
                              & (confidence < cfg.high_score))
         sim = self._similarity(boxes, keypoints, scores >= cfg.keypoint_score, stamp,
-                               image_size)
+                               image_size, previous)
 
         free_tracks = np.arange(len(self))
         matched_t, matched_d = [], []
@@ -259,14 +259,17 @@ class PersonTracker:
         self._hits = self._hits[mask]
 
     def _similarity(self, boxes: np.ndarray, keypoints: np.ndarray, vis: np.ndarray,
-                    stamp: float, image_size: tuple[int, int] | None) -> np.ndarray:
+                    stamp: float, image_size: tuple[int, int] | None,
+                    previous: float | None = None) -> np.ndarray:
         """
         Track x detection similarity: the best of two hypotheses of where each track is now.
 
         Moving on at its velocity (the prediction) or stopped where it was last seen (it may
         have stopped, slowed down or turned while hidden), the latter weighted by
         ``stop_weight``. Both widen the keypoint term's tolerance by ``gate_growth`` box
-        heights per second unseen; leaving tracks keep only the prediction, not widened.
+        heights per second unseen; leaving tracks keep only the prediction, not widened. The
+        stop hypothesis is evaluated only for tracks missed in the ``previous`` frame (for the
+        others it is within one frame's motion of the prediction).
         """
         cfg = self.config
         if len(self) == 0 or boxes.shape[0] == 0:
@@ -276,20 +279,24 @@ class PersonTracker:
         leaving = self._leaving(image_size)
         spread = np.where(leaving, 0.0, cfg.gate_growth * dt * self._box[:, 3])
         areas = np.clip(boxes[:, 2:] - boxes[:, :2], 0, None).prod(-1)
-        moved = self._pair_similarity(pred, pred[:, :2] - self._box[:, :2], spread, boxes,
-                                      keypoints, vis, areas)
-        stopped = self._pair_similarity(self._box, np.zeros((len(self), 2)), spread, boxes,
-                                        keypoints, vis, areas)
-        stopped[leaving] = 0.0
-        return np.maximum(moved, cfg.stop_weight * stopped)
+        rows = np.arange(len(self))
+        sim = self._pair_similarity(rows, pred, pred[:, :2] - self._box[:, :2], spread, boxes,
+                                    keypoints, vis, areas)
+        missed = np.flatnonzero(~leaving & (self._seen < previous)) if previous is not None \
+            else np.zeros(0, np.int64)
+        if cfg.stop_weight > 0 and len(missed):
+            stopped = self._pair_similarity(missed, self._box[missed], np.zeros((len(missed), 2)),
+                                            spread[missed], boxes, keypoints, vis, areas)
+            sim[missed] = np.maximum(sim[missed], cfg.stop_weight * stopped)
+        return sim
 
-    def _pair_similarity(self, where: np.ndarray, shift: np.ndarray, spread: np.ndarray,
-                         boxes: np.ndarray, keypoints: np.ndarray, vis: np.ndarray,
-                         areas: np.ndarray) -> np.ndarray:
-        """``w * IoU + (1 - w) * OKS`` of tracks placed at ``where`` (cxcywh), ``(T, D)``."""
+    def _pair_similarity(self, rows: np.ndarray, where: np.ndarray, shift: np.ndarray,
+                         spread: np.ndarray, boxes: np.ndarray, keypoints: np.ndarray,
+                         vis: np.ndarray, areas: np.ndarray) -> np.ndarray:
+        """``w * IoU + (1 - w) * OKS`` of tracks ``rows`` placed at ``where`` (cxcywh)."""
         iou = box_iou(_xyxy(where), boxes)
-        oks = keypoint_similarity(self._kp + shift[:, None, :], self._vis, keypoints, vis, areas,
-                                  self.config.oks_sigma, spread)
+        oks = keypoint_similarity(self._kp[rows] + shift[:, None, :], self._vis[rows], keypoints,
+                                  vis, areas, self.config.oks_sigma, spread)
         w = self.config.iou_weight
         return w * iou + (1.0 - w) * oks
 
