@@ -15,6 +15,7 @@
 """Without vision_msgs, tf2_msgs and hri_msgs every standard output is still built."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -59,6 +60,16 @@ SCRIPT = textwrap.dedent("""
         hri = 'built'
     except RuntimeError as exc:
         hri = str(exc)
+    import rclpy
+    from sapiens_ros.ros.people_world import PeopleWorld, WorldOptions
+    rclpy.init()
+    node = rclpy.create_node('no_optional_msgs')
+    world = PeopleWorld(node, WorldOptions(publish_tf=True, tf_joints=True, hri=True), seg=True)
+    world.publish_label_info(Header())
+    world.publish('front', Header(frame_id='cam'), result, people)  # nothing to publish: no error
+    world.close()
+    node.destroy_node()
+    rclpy.shutdown()
     print(json.dumps({'built': sorted(msgs), 'optional': sorted(M.optional_outputs(['pose'])),
                       'missing': missing_packages(), 'tf': TFMessage is None, 'hri': hri,
                       'info': sorted(M.info_messages(['pose', 'seg']))}))
@@ -66,8 +77,11 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_standard_outputs_without_the_optional_packages():
+    from ros_fixtures import session_domain_id
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(session_domain_id()))
     out = subprocess.run([sys.executable, '-c', SCRIPT], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report['built'] == ['people/ids', 'pose/keypoints', 'pose/markers', 'pose/persons']
@@ -79,3 +93,5 @@ def test_standard_outputs_without_the_optional_packages():
     assert missing['vision_msgs'].startswith('not publishing pose/detections')
     assert "No module named 'tf2_msgs" in missing['tf2_msgs']
     assert 'ros-$ROS_DISTRO-hri-msgs' in missing['hri_msgs']
+    for line in missing.values():  # PeopleWorld logged each once
+        assert out.stderr.count(line) == 1, out.stderr
