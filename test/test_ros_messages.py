@@ -138,7 +138,11 @@ def test_markers_2d_and_3d(frame):
 def test_output_selection_and_info():
     info = M.info_messages(['pose', 'seg'])
     assert len(json.loads(info['pose/keypoint_info'].data)['names']) == 308
-    assert len(json.loads(info['seg/label_info'].data)['names']) == 29
+    assert len(json.loads(info['seg/label_info_json'].data)['names']) == 29
+    coco = json.loads(M.info_messages(['pose'], 'coco17')['pose/keypoint_info'].data)
+    assert coco['format'] == 'coco17' and len(coco['names']) == 17
+    assert coco['from_308'] == [[i, i] for i in json.loads(
+        info['pose/keypoint_info'].data)['coco17_to_308']]
 
 
 def test_only_requested_outputs(frame):
@@ -231,3 +235,35 @@ def test_people_poses_from_depth_and_scaled_pointmap(frame):
     points = _cloud(msgs['pointmap/points'])
     np.testing.assert_allclose(points['z'][0], result.pointmap.points[:, 2] *
                                np.float32(people.pointmap_scale), rtol=1e-6)
+
+
+@pytest.mark.parametrize('name', ['coco17', 'openpose18'])
+def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
+    """pose/keypoints in another format: each point is the 308 point of its name."""
+    from sapiens_ros.core.keypoint_formats import keypoint_format
+
+    _, result = frame
+    people = PeopleState().update(result, 1.0)
+    full = _cloud(M.build_messages(_header(), result, M.MessageOptions(), None,
+                                   people)['pose/keypoints'])
+    opts = M.MessageOptions(keypoint_format=name, score_threshold=-1.0)
+    msgs = M.build_messages(_header(), result, opts, None, people)
+    cloud = _cloud(msgs['pose/keypoints'])
+    fmt = keypoint_format(name)
+    assert cloud.shape == (len(people), len(fmt.names))
+    names = list(M.keypoint_format().names)
+    for i, n in enumerate(fmt.names):
+        if n == 'neck':  # OpenPose: the mid-point of the shoulders
+            sh = full[:, [names.index('left_shoulder'), names.index('right_shoulder')]]
+            np.testing.assert_allclose(cloud['u'][:, i], sh['u'].mean(1), rtol=1e-6)
+            np.testing.assert_allclose(cloud['z'][:, i], sh['z'].mean(1), rtol=1e-6)
+            np.testing.assert_array_equal(cloud['score'][:, i], sh['score'].min(1))
+            continue
+        for field in ('u', 'v', 'score', 'x', 'y', 'z', 'id'):
+            np.testing.assert_array_equal(cloud[field][:, i], full[field][:, names.index(n)])
+    links = [m for m in msgs['pose/markers'].markers if m.type == m.LINE_LIST]
+    assert len(links[0].points) <= 2 * len(fmt.skeleton)  # the format's links only
+    points = [m for m in msgs['pose/markers'].markers if m.type == m.POINTS]
+    assert len(points[0].points) <= len(fmt.names)
+    with pytest.raises(ValueError, match='keypoint_format'):
+        M.build_messages(_header(), result, M.MessageOptions(keypoint_format='coco133'))

@@ -18,7 +18,8 @@ import logging
 
 import numpy as np
 import pytest
-from sapiens_ros.core.tracking import person_confidence, PersonTracker, TrackerConfig, UNTRACKED
+from sapiens_ros.core.tracking import (IdAllocator, person_confidence, PersonTracker,
+                                       TrackerConfig, UNTRACKED)
 
 K = 308
 TEMPLATE = np.random.default_rng(0).uniform(-0.45, 0.45, (K, 2))
@@ -179,3 +180,65 @@ def test_crossing_with_one_hidden_behind_the_other_and_dropped_frames():
         frames.append((float(t), [a] if 0.85 < t < 1.15 else [a, b]))  # b hidden by a
     seen = run(PersonTracker(), frames, rng)
     assert id_switches(seen) == 0
+
+
+def test_predict_boxes_follow_the_tracks_velocity_from_their_keypoints():
+    rng = np.random.default_rng(12)
+    tracker = PersonTracker()
+    v = np.array([150.0, -20.0])  # px/s
+    for t in (0.0, 0.1, 0.2):
+        box, kps, scores = person(np.array([300, 300]) + v * t, (120, 300), rng, noise=0.0)
+        first = tracker.update(box[None], kps[None], scores[None], t)
+    ids, boxes = tracker.predict_boxes(0.5)
+    assert ids.tolist() == first.tolist() and boxes.shape == (1, 4) and boxes.dtype == np.float32
+    truth_box, truth_kps, _ = person(np.array([300, 300]) + v * 0.5, (120, 300), rng, noise=0.0)
+    centre = (boxes[0, :2] + boxes[0, 2:]) / 2
+    np.testing.assert_allclose(centre, (truth_box[:2] + truth_box[2:]) / 2, atol=1.0)
+    # the keypoint box, enlarged a little, holds every keypoint where they are expected
+    assert (truth_kps >= boxes[0, :2]).all() and (truth_kps <= boxes[0, 2:]).all()
+    size = boxes[0, 2:] - boxes[0, :2]
+    span = truth_kps.max(0) - truth_kps.min(0)
+    np.testing.assert_allclose(size, span * (1 + TrackerConfig().predict_margin), rtol=0.01)
+
+
+def test_predict_boxes_without_keypoints_use_the_last_box_and_drop_old_or_outside_tracks():
+    rng = np.random.default_rng(13)
+    tracker = PersonTracker(TrackerConfig(predict_min_keypoints=K + 1, max_age=0.5))
+    for t in (0.0, 0.1):
+        box, kps, scores = person((300 + 100 * t, 300), (120, 300), rng, noise=0.0)
+        tracker.update(box[None], kps[None], scores[None], t)
+    ids, boxes = tracker.predict_boxes(0.3)
+    np.testing.assert_allclose(boxes[0], [270, 150, 390, 450], atol=1e-3)
+    assert tracker.predict_boxes(0.61)[0].shape == (0,)  # unseen for more than max_age
+    ids, boxes = tracker.predict_boxes(0.3, image_size=(400, 350))  # clipped to the image
+    np.testing.assert_allclose(boxes[0], [270, 150, 349.5, 399.5], atol=1e-3)
+    assert tracker.predict_boxes(0.3, image_size=(100, 100))[0].shape == (0,)  # outside
+
+
+def test_people_state_predict_boxes_is_empty_without_tracking():
+    from sapiens_ros.core.people import PeopleConfig, PeopleState
+
+    ids, boxes = PeopleState(PeopleConfig(tracking=False)).predict_boxes(1.0)
+    assert ids.shape == (0,) and boxes.shape == (0, 4)
+
+
+def test_trackers_sharing_an_id_allocator_never_give_the_same_id():
+    rng = np.random.default_rng(14)
+    shared = IdAllocator()
+    front, rear = PersonTracker(ids=shared), PersonTracker(ids=shared)
+    given = []
+    for t in np.arange(0, 1.0, 0.1):
+        for tracker, x in ((front, 200), (rear, 500)):
+            people = [person((x + 300 * k, 300), (120, 300), rng) for k in range(2)]
+            ids = tracker.update(np.stack([p[0] for p in people]),
+                                 np.stack([p[1] for p in people]),
+                                 np.stack([p[2] for p in people]), float(t))
+            given.append(ids)
+    front.reset()  # a bag loop on one camera: new ids, still unique across both
+    box, kps, scores = person((200, 300), (120, 300), rng)
+    given.append(front.update(box[None], kps[None], scores[None], 0.0))
+    rear.continue_ids(100)  # replay resume: the shared counter moves on for both
+    given.append(front.update(box[None] + 400, kps[None] + 400, scores[None], 0.1))
+    first = {int(i) for ids in given[:20] for i in ids}
+    assert len(first) == 4  # two people per camera, stable, different ids
+    assert int(given[20][0]) not in first and int(given[21][0]) >= 100

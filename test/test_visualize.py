@@ -33,3 +33,19 @@ def test_ids_colour_boxes_and_links_and_are_written():
     text = tracked[:40, 20:70].astype(int) - plain[:40, 20:70]
     assert np.abs(text).sum() > 0  # '#7' written above the first box
     assert id_color(7) != id_color(8) and id_color(7) == id_color(7)
+
+
+def test_other_keypoint_formats_draw_their_own_links():
+    """A monitor of a node publishing coco17 or openpose18 draws those skeletons."""
+    from sapiens_ros.core.keypoint_formats import keypoint_format
+
+    photo = np.zeros((200, 200, 3), np.uint8)
+    rng = np.random.default_rng(1)
+    kps308 = rng.uniform(20, 180, (1, 308, 2))
+    for name in ('coco17', 'openpose18'):
+        fmt = keypoint_format(name)
+        kps = fmt.points(kps308)
+        drawn = draw_skeleton(photo, kps, np.full((1, len(fmt)), 0.9), ids=np.array([3]))
+        a, b = np.round(kps[0, fmt.skeleton[0]]).astype(int)
+        mid = (a + b) // 2  # the middle of the first link is coloured
+        assert drawn[mid[1] - 1:mid[1] + 2, mid[0] - 1:mid[0] + 2].any(), name

@@ -185,42 +185,59 @@ class DepthScale:
         return self.scale
 
 
+def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    REP 103 / REP-155 body axes per person from camera-frame keypoints ``xyz (P, K, 3)``.
+
+    z up the spine (hip centre to shoulder centre), y to the person's left (right-to-left
+    shoulders and hips, made orthogonal to z), x = y cross z, forward out of the chest. Returns
+    rotations ``(P, 3, 3)`` whose columns are the body axes in the camera frame (identity where
+    unknown) and a mask ``(P,)`` of the people with all four torso keypoints finite and not
+    degenerate.
+    """
+    xyz = np.asarray(xyz, np.float64)
+    rot = np.tile(np.eye(3), (len(xyz), 1, 1))
+    ok = np.zeros(len(xyz), bool)
+    torso = xyz[:, list(TORSO)]  # (P, 4, 3): l_sh, r_sh, l_hip, r_hip
+    full = np.isfinite(torso).all(-1).all(1)
+    if not full.any():
+        return rot, ok
+    t = torso[full]
+    up = (t[:, 0] + t[:, 1]) / 2 - (t[:, 2] + t[:, 3]) / 2
+    left = (t[:, 0] - t[:, 1]) + (t[:, 2] - t[:, 3])
+    z = up / np.linalg.norm(up, axis=1, keepdims=True).clip(1e-9)
+    y = left - (left * z).sum(1, keepdims=True) * z
+    ny = np.linalg.norm(y, axis=1, keepdims=True)
+    good = (ny[:, 0] > 1e-6) & (np.linalg.norm(up, axis=1) > 1e-6)
+    y = y / ny.clip(1e-9)
+    axes = np.stack([np.cross(y, z), y, z], axis=-1)
+    rows = np.flatnonzero(full)[good]
+    rot[rows], ok[rows] = axes[good], True
+    return rot, ok
+
+
 def torso_poses(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     Torso centre and orientation per person from camera-frame keypoints ``xyz (P, K, 3)``.
 
     Position: mean of the finite shoulders and hips (at least two). Orientation, when all four
-    are finite: a REP 103 body frame, z up the spine (hip centre to shoulder centre), y to the
-    person's left (right-to-left shoulders and hips, made orthogonal to z), x = y cross z facing
-    forward; identity otherwise. Returns positions ``(P, 3)``, quaternions ``(P, 4)`` x/y/z/w and
-    a validity mask ``(P,)`` (position known).
+    are finite: the :func:`torso_axes` body frame (z up the spine, y to the person's left, x
+    forward); identity otherwise. Returns positions ``(P, 3)``, quaternions ``(P, 4)`` x/y/z/w
+    and a validity mask ``(P,)`` (position known).
     """
     xyz = np.asarray(xyz, np.float64)
-    torso = xyz[:, list(TORSO)]  # (P, 4, 3): l_sh, r_sh, l_hip, r_hip
+    torso = xyz[:, list(TORSO)]
     finite = np.isfinite(torso).all(-1)
     count = finite.sum(1)
     valid = count >= 2
     pos = np.where(finite[..., None], torso, 0.0).sum(1) / np.maximum(count, 1)[:, None]
     pos[~valid] = np.nan
+    rot, ok = torso_axes(xyz)
     quat = np.tile([0.0, 0.0, 0.0, 1.0], (len(xyz), 1))
-    full = finite.all(1)
-    if full.any():
-        t = torso[full]
-        up = (t[:, 0] + t[:, 1]) / 2 - (t[:, 2] + t[:, 3]) / 2
-        left = (t[:, 0] - t[:, 1]) + (t[:, 2] - t[:, 3])
-        z = up / np.linalg.norm(up, axis=1, keepdims=True).clip(1e-9)
-        y = left - (left * z).sum(1, keepdims=True) * z
-        ny = np.linalg.norm(y, axis=1, keepdims=True)
-        good = (ny[:, 0] > 1e-6) & (np.linalg.norm(up, axis=1) > 1e-6)
-        y = y / ny.clip(1e-9)
-        x = np.cross(y, z)
-        rot = np.stack([x, y, z], axis=-1)  # columns are the body axes in the camera frame
-        q = np.tile([0.0, 0.0, 0.0, 1.0], (len(t), 1))
-        if good.any():
-            q[good] = Rotation.from_matrix(rot[good]).as_quat()
-        quat[full] = q
+    if ok.any():
+        quat[ok] = Rotation.from_matrix(rot[ok]).as_quat()
     return pos.astype(np.float32), quat.astype(np.float32), valid
 
 
 __all__ = ['DEPTH_ENCODINGS', 'TORSO', 'DepthScale', 'back_project', 'decode_depth', 'depth_at',
-           'depth_to_metres', 'fit_depth_scale', 'keypoints_xyz', 'torso_poses']
+           'depth_to_metres', 'fit_depth_scale', 'keypoints_xyz', 'torso_axes', 'torso_poses']

@@ -33,7 +33,7 @@ from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, 
 from .hostbuf import host_copy
 from .pipeline import FrameResult
 from .smoothing import OneEuroConfig, OneEuroFilter
-from .tracking import PersonTracker, TrackerConfig, UNTRACKED
+from .tracking import IdAllocator, PersonTracker, TrackerConfig, UNTRACKED
 
 LOG = logging.getLogger(__name__)
 
@@ -70,17 +70,27 @@ class People:
     torso_orientation: np.ndarray  # (P, 4) x/y/z/w quaternion, identity when unknown
     torso_valid: np.ndarray  # (P,) bool
     pointmap_scale: float | None  # multiply the pointmap XYZ by this for metres (depth fit)
+    #: XYZ are measured (depth) or metric (pointmap calibrated by camera_info), not a guess
+    xyz_metric: bool = False
+    #: ids of every live track after this frame (seen within max_age), the rows' and others
+    tracks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
 
 class PeopleState:
-    """Per-camera state: ``update(result, stamp, depth=None, K=None) -> People``."""
+    """
+    Per-camera state: ``update(result, stamp, depth=None, K=None) -> People``.
 
-    def __init__(self, config: PeopleConfig | None = None) -> None:
+    ``ids``: the track id source; give the cameras of one process the same
+    :class:`~sapiens_ros.core.tracking.IdAllocator` so that their ids never collide.
+    """
+
+    def __init__(self, config: PeopleConfig | None = None,
+                 ids: IdAllocator | None = None) -> None:
         self.config = config or PeopleConfig()
-        self.tracker = PersonTracker(self.config.tracker)
+        self.tracker = PersonTracker(self.config.tracker, ids)
         self.keypoint_filter = OneEuroFilter(self.config.keypoint_filter)
         self.xyz_filter = OneEuroFilter(self.config.xyz_filter)
         self.depth_scale = DepthScale(self.config.scale_time_constant)
@@ -124,14 +134,15 @@ class PeopleState:
         scale = self._fit_scale(result, depth_m, stamp)
         pose = result.pose
         if pose is None:  # no people this frame; the depth still calibrates the pointmap
-            return _nobody(stamp, scale)
+            return _nobody(stamp, scale, self.tracker.ids.copy())
         if cfg.tracking:
-            ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp)
+            ids = self.tracker.update(pose.boxes, pose.keypoints, pose.scores, stamp,
+                                      result.image_size)
         else:
             ids = np.full(len(pose.boxes), UNTRACKED, np.int64)
         smoothed = self.keypoint_filter(ids, pose.keypoints, stamp).astype(np.float32)
 
-        xyz_raw, source = None, 'none'
+        xyz_raw, source, metric = None, 'none', False
         if depth_m is not None:
             xyz_raw = keypoints_xyz(depth_m, pose.keypoints, result.image_size, K,
                                     cfg.depth_window)
@@ -139,9 +150,11 @@ class PeopleState:
                 # depth holes: fall back to the depth-calibrated pointmap
                 xyz_raw = np.where(np.isfinite(xyz_raw), xyz_raw,
                                    result.keypoints_xyz * np.float32(scale))
-            source = 'depth'
+            source, metric = 'depth', True
         elif result.keypoints_xyz is not None:
             xyz_raw, source = result.keypoints_xyz, 'pointmap'
+            metric = result.pointmap is not None and \
+                result.pointmap.scale_source in ('calibrated', 'depth')
         xyz = None
         if xyz_raw is not None:
             xyz = np.where((pose.scores >= cfg.min_score)[..., None], xyz_raw, np.float32(np.nan))
@@ -149,8 +162,22 @@ class PeopleState:
             position, orientation, valid = torso_poses(xyz)
         else:
             position, orientation, valid = _no_torso(len(ids))
+        tracks = self.tracker.ids.copy() if cfg.tracking else np.zeros(0, np.int64)
         return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, xyz_raw, source,
-                      position, orientation, valid, scale)
+                      position, orientation, valid, scale, metric, tracks)
+
+    def predict_boxes(self, stamp: float, image_size: tuple[int, int] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """
+        Boxes where the live tracks are expected at ``stamp``: ``(ids (N,), boxes (N, 4))``.
+
+        xyxy float32 image pixels (clipped to ``image_size`` ``(height, width)`` when given),
+        for running pose on them without a seg forward; see
+        :meth:`~sapiens_ros.core.tracking.PersonTracker.predict_boxes`. Empty without tracking.
+        """
+        if not self.config.tracking:
+            return np.zeros(0, np.int64), np.zeros((0, 4), np.float32)
+        return self.tracker.predict_boxes(stamp, image_size)
 
     def predict_boxes(self, stamp: float) -> tuple[np.ndarray, np.ndarray]:
         """
@@ -185,11 +212,11 @@ def _no_torso(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.zeros(n, bool))
 
 
-def _nobody(stamp: float, scale: float | None) -> People:
-    """Return the people of a frame without pose: no rows, only the pointmap scale."""
+def _nobody(stamp: float, scale: float | None, tracks: np.ndarray) -> People:
+    """Return the people of a frame without pose: no rows, the pointmap scale, the tracks."""
     empty = np.zeros((0, 0, 2), np.float32)
     return People(stamp, np.zeros(0, np.int64), empty, empty, np.zeros((0, 0), np.float32),
-                  None, None, 'none', *_no_torso(0), scale)
+                  None, None, 'none', *_no_torso(0), scale, tracks=tracks)
 
 
 def with_pointmap_scale(result: FrameResult, scale: float | None) -> FrameResult:

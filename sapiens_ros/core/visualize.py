@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from . import render
-from .metadata import keypoint_info
+from .keypoint_formats import keypoint_format, KEYPOINT_FORMATS
 
 
 def seg_overlay(image_rgb: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> np.ndarray:
@@ -88,7 +88,7 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     out = np.ascontiguousarray(image_rgb.copy())
     if keypoints.size == 0:
         return out
-    links = keypoint_info().skeleton
+    links = _skeleton(keypoints.shape[1])
     height, width = out.shape[:2]
     a, b = links[:, 0], links[:, 1]
     ok = (scores[:, a] > threshold) & (scores[:, b] > threshold)  # (P, L)
@@ -114,6 +114,15 @@ def draw_skeleton(image_rgb: np.ndarray, keypoints: np.ndarray, scores: np.ndarr
     if ids is not None:
         _draw_ids(out, keypoints, scores > threshold, ids, colors, boxes)
     return out
+
+
+def _skeleton(count: int) -> np.ndarray:
+    """Links of the published keypoint format with ``count`` keypoints (308, 17 or 18)."""
+    for name in KEYPOINT_FORMATS:
+        fmt = keypoint_format(name)
+        if len(fmt) == count:
+            return fmt.skeleton
+    return np.zeros((0, 2), np.int64)
 
 
 def _draw_ids(out: np.ndarray, keypoints: np.ndarray, visible: np.ndarray, ids: np.ndarray,

@@ -36,15 +36,19 @@ import sys
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, Pose, PoseArray
 import numpy as np
-from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from .vision_messages import Detection2DArray, detections_msg, DETECTIONS_OUTPUT
 from ..core import render as R
 from ..core.hostbuf import as_buffer
-from ..core.metadata import keypoint_info, seg_class_info
+from ..core.intrinsics import Intrinsics
+from ..core.keypoint_formats import keypoint_format, KEYPOINT_FORMATS, KeypointFormat
+from ..core.metadata import seg_class_info
 from ..core.people import People, with_pointmap_scale
 from ..core.pipeline import FrameResult
+from ..core.pointmap_camera import pointmap_intrinsics
 from ..core.visualize import id_color
 
 #: Output topic suffixes per task, in publish order.
@@ -52,23 +56,31 @@ TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
     'pose': ('pose/keypoints', 'pose/persons', 'pose/markers'),
     'seg': ('seg/labels', 'seg/overlay'),
     'normal': ('normal/image', 'normal/overlay'),
-    'pointmap': ('pointmap/points', 'pointmap/depth'),
+    'pointmap': ('pointmap/points', 'pointmap/depth', 'pointmap/camera_info'),
 }
 
 #: Outputs built from the tracked people (``build_messages(..., people=...)``), pose task.
 PEOPLE_OUTPUTS: tuple[str, ...] = ('people/poses', 'people/ids')
 
-#: Latched (transient-local) metadata topics per task.
-INFO_TOPICS: dict[str, str] = {'pose': 'pose/keypoint_info', 'seg': 'seg/label_info'}
+#: Latched (transient-local) JSON metadata topics per task. ``seg/label_info`` itself is the
+#: ``vision_msgs/LabelInfo`` (``vision_messages.LABEL_INFO_TOPIC``), as vision_msgs documents.
+INFO_TOPICS: dict[str, str] = {'pose': 'pose/keypoint_info', 'seg': 'seg/label_info_json'}
 
 #: Message type of every topic suffix.
 TOPIC_TYPES: dict[str, type] = {
     'pose/keypoints': PointCloud2, 'pose/persons': PointCloud2, 'pose/markers': MarkerArray,
     'pose/keypoint_info': String, 'seg/labels': Image, 'seg/overlay': Image,
-    'seg/label_info': String, 'normal/image': Image, 'normal/overlay': Image,
-    'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'diagnostics': DiagnosticArray,
+    'seg/label_info_json': String, 'normal/image': Image, 'normal/overlay': Image,
+    'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'pointmap/camera_info': CameraInfo,
+    'diagnostics': DiagnosticArray,
     'people/poses': PoseArray, 'people/ids': String,
 }
+
+#: Outputs of message packages that may be missing (not in ``TOPIC_TYPES``, ``task_outputs``
+#: or ``OUTPUT_TASK``, so bags and tools without them are unchanged): suffix -> task. Built
+#: only when named in ``MessageOptions.outputs``; see :func:`optional_outputs`.
+OPTIONAL_OUTPUTS: dict[str, str] = {DETECTIONS_OUTPUT: 'pose'}
+_OPTIONAL_TYPES: dict[str, type | None] = {DETECTIONS_OUTPUT: Detection2DArray}
 
 #: ``<topic>/compressed`` variants (``CompressedImage``, image_transport's naming) and their topic.
 COMPRESSED_OUTPUTS: dict[str, str] = {f'{s}/compressed': s for s in
@@ -85,7 +97,8 @@ OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
 #: people outputs are built only with tracked people (tens of bytes per person).
 DEFAULT_OUTPUTS: tuple[str, ...] = (
     'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
-    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth', *PEOPLE_OUTPUTS)
+    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth', 'pointmap/camera_info',
+    *PEOPLE_OUTPUTS)
 
 #: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
 NORMAL_ENCODINGS = ('32FC3', '16SC3')
@@ -126,6 +139,7 @@ class MessageOptions:
     jpeg_quality: int = 90
     smooth_markers: bool = True  # pose/markers from the One-Euro filtered people (with people)
     smooth_keypoints: bool = False  # pose/keypoints u, v, x, y, z filtered too (default raw)
+    keypoint_format: str = 'sapiens308'  # pose/keypoints and pose/markers: KEYPOINT_FORMATS
 
 
 def byte_array(values: np.ndarray) -> array.array:
@@ -195,6 +209,12 @@ def task_outputs(tasks: Collection[str], people: bool = True) -> list[str]:
     return out + list(PEOPLE_OUTPUTS) if people and 'pose' in tasks else out
 
 
+def optional_outputs(tasks: Collection[str]) -> dict[str, type]:
+    """Return the optional outputs of ``tasks`` whose package imports: suffix -> type."""
+    return {s: _OPTIONAL_TYPES[s] for s, task in OPTIONAL_OUTPUTS.items()
+            if task in tasks and _OPTIONAL_TYPES[s] is not None}
+
+
 def _track_ids(result: FrameResult, people: People | None) -> np.ndarray:
     """Track id per pose row; -1 without people (or rows that do not match)."""
     rows = len(result.pose.boxes)
@@ -215,22 +235,27 @@ def _keypoint_rows(result: FrameResult, people: People | None,
 
 
 def keypoints_cloud(header: Header, result: FrameResult, people: People | None = None,
-                    smoothed: bool = False) -> PointCloud2:
+                    smoothed: bool = False, fmt: KeypointFormat | None = None) -> PointCloud2:
     """
-    ``pose/keypoints``: height = persons, width = 308; u, v, score, x, y, z float32, id int32.
+    ``pose/keypoints``: height = persons, width = keypoints; u, v, score, x, y, z, id.
 
     With ``people``: ids per row; x, y, z from the depth image when one was paired (else the
     pointmap); ``smoothed`` takes the One-Euro filtered u, v and x, y, z instead of the raw ones.
+    ``fmt`` picks the keypoints (default the 308; see ``core.keypoint_formats``).
     """
+    fmt = fmt or keypoint_format()
     pose = result.pose
-    persons, count = pose.scores.shape if pose.scores.ndim == 2 else (0, 0)
-    count = count or len(keypoint_info().names)
+    persons = pose.scores.shape[0] if pose.scores.ndim == 2 else 0
+    count = len(fmt)
     uv, xyz = _keypoint_rows(result, people, smoothed)
     cloud = np.empty((persons, count), KEYPOINT_DTYPE)
-    cloud['u'] = uv[..., 0]
-    cloud['v'] = uv[..., 1]
-    cloud['score'] = pose.scores
-    if xyz is not None and xyz.shape[:2] == (persons, count):
+    if persons:
+        uv = fmt.points(uv)
+        cloud['u'] = uv[..., 0]
+        cloud['v'] = uv[..., 1]
+        cloud['score'] = fmt.scores(pose.scores)
+    if persons and xyz is not None and xyz.shape[:2] == pose.scores.shape:
+        xyz = fmt.points(xyz)
         cloud['x'], cloud['y'], cloud['z'] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
     else:
         cloud['x'] = cloud['y'] = cloud['z'] = np.nan
@@ -290,15 +315,18 @@ def skeleton_markers(header: Header, result: FrameResult, options: MessageOption
     """
     pose = result.pose
     thr = options.score_threshold
-    links = keypoint_info().skeleton
+    fmt = keypoint_format(options.keypoint_format)
+    links = fmt.skeleton
     uv, xyz3 = _keypoint_rows(result, people, options.smooth_markers)
+    scores = fmt.scores(pose.scores)
     if xyz3 is not None and xyz3.shape[:2] == pose.scores.shape and np.isfinite(xyz3).any():
-        coords, ok = xyz3.astype(np.float64), np.isfinite(xyz3).all(-1) & (pose.scores > thr)
+        xyz3 = fmt.points(xyz3)
+        coords, ok = xyz3.astype(np.float64), np.isfinite(xyz3).all(-1) & (scores > thr)
         size, ns, text = options.marker_size, 'skeleton3d', 0.1
     else:
-        coords = np.zeros(pose.scores.shape + (3,), np.float64)
-        coords[..., :2] = uv * options.pixel_scale
-        ok = np.isfinite(coords).all(-1) & (pose.scores > thr)
+        coords = np.zeros(scores.shape + (3,), np.float64)
+        coords[..., :2] = fmt.points(uv) * options.pixel_scale
+        ok = np.isfinite(coords).all(-1) & (scores > thr)
         size, ns = max(options.pixel_scale * 4.0, 1e-4), 'skeleton2d'
         text = options.pixel_scale * 24.0
     both = ok[:, links[:, 0]] & ok[:, links[:, 1]]  # (P, L)
@@ -376,6 +404,27 @@ def depth_image(header: Header, result: FrameResult, foreground_only: bool = Tru
     return image_msg(header, depth, '32FC1')
 
 
+def pointmap_camera_info(header: Header, result: FrameResult,
+                         intrinsics: Intrinsics | None = None) -> CameraInfo:
+    """
+    ``pointmap/camera_info``: the pinhole camera of ``pointmap/depth``'s grid.
+
+    Its size is the pointmap's; K and P are ``intrinsics`` (the input camera_info's, image
+    pixels) divided by the stride, or without them the pointmap's own fitted ones (all zero
+    when the pointmap has no usable rays). No distortion, identity R.
+    """
+    pm = result.pointmap
+    h, w = pm.xyz.shape[:2]
+    msg = CameraInfo(header=header, height=int(h), width=int(w), distortion_model='plumb_bob')
+    msg.d = [0.0] * 5
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    grid = pointmap_intrinsics(pm, intrinsics)
+    if grid is not None:
+        msg.k = [grid.fx, 0.0, grid.cx, 0.0, grid.fy, grid.cy, 0.0, 0.0, 1.0]
+        msg.p = [grid.fx, 0.0, grid.cx, 0.0, 0.0, grid.fy, grid.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
 def compressed_msg(header: Header, data: np.ndarray, encoding: str, fmt: str) -> CompressedImage:
     """``CompressedImage`` with image_transport's ``format`` ("bgr8; jpeg compressed bgr8")."""
     target = '' if encoding.startswith('mono') else 'bgr8'
@@ -383,11 +432,12 @@ def compressed_msg(header: Header, data: np.ndarray, encoding: str, fmt: str) ->
                            data=byte_array(data))
 
 
-def info_messages(tasks: Collection[str]) -> dict[str, String]:
+def info_messages(tasks: Collection[str], keypoint_format_name: str = 'sapiens308'
+                  ) -> dict[str, String]:
     """Return the latched metadata (JSON) of the given tasks, by topic suffix."""
     out = {}
     if 'pose' in tasks:
-        out[INFO_TOPICS['pose']] = String(data=keypoint_info().to_json())
+        out[INFO_TOPICS['pose']] = String(data=keypoint_format(keypoint_format_name).to_json())
     if 'seg' in tasks:
         out[INFO_TOPICS['seg']] = String(data=seg_class_info().to_json())
     return out
@@ -445,25 +495,34 @@ def _encoded(suffix: str, options: MessageOptions) -> tuple[str, str]:
 
 
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
-                   image: np.ndarray | None = None, people: People | None = None) -> dict:
+                   image: np.ndarray | None = None, people: People | None = None,
+                   intrinsics: Intrinsics | None = None) -> dict:
     """
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
     ``image`` is the input frame as HxWx3 RGB uint8, needed only for overlays the pipeline did
     not render. ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids,
-    smoothed markers, ``people/*`` and the depth-fitted pointmap scale. Only the suffixes in
-    ``options.outputs`` (when set) are built; compressed variants only when named there.
+    smoothed markers, ``people/*`` and the depth-fitted pointmap scale. ``intrinsics``: the
+    frame's validated camera_info K (``pointmap/camera_info`` scales it; without it the
+    pointmap's own). Only the suffixes in ``options.outputs`` (when set) are built; compressed
+    variants and :data:`OPTIONAL_OUTPUTS` only when named there.
     """
     options = options or MessageOptions()
     if options.normal_encoding not in NORMAL_ENCODINGS:
         raise ValueError(f'normal_encoding must be one of {NORMAL_ENCODINGS}, '
                          f'got {options.normal_encoding!r}')
+    if options.keypoint_format not in KEYPOINT_FORMATS:
+        raise ValueError(f'keypoint_format must be one of {KEYPOINT_FORMATS}, '
+                         f'got {options.keypoint_format!r}')
+    fmt = keypoint_format(options.keypoint_format)
     wanted = _wanted(result, options, image)
     if people is not None:
         result = with_pointmap_scale(result, people.pointmap_scale)
         if result.pose is not None:
             wanted += [s for s in PEOPLE_OUTPUTS
                        if options.outputs is None or s in options.outputs]
+    if result.pose is not None and options.outputs is not None:
+        wanted += [s for s in optional_outputs({'pose'}) if s in options.outputs]
     request = render_request(wanted, options)
     missing = request.keys() - set(result.rendered)
     buffers = dict(result.rendered)
@@ -482,7 +541,7 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
 
     builders = {
         'pose/keypoints': lambda: keypoints_cloud(header, result, people,
-                                                  options.smooth_keypoints),
+                                                  options.smooth_keypoints, fmt),
         'pose/persons': lambda: persons_cloud(header, result, people),
         'pose/markers': lambda: skeleton_markers(header, result, options, people),
         'people/poses': lambda: people_poses(header, people),
@@ -495,6 +554,8 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
                                               buffers['depth']),
+        'pointmap/camera_info': lambda: pointmap_camera_info(header, result, intrinsics),
+        'pose/detections': lambda: detections_msg(header, result, people),
     }
     builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})
     return {suffix: builders[suffix]() for suffix in wanted}

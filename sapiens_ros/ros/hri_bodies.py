@@ -1,0 +1,209 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+REP-155 (ROS4HRI) bodies: ``/humans/bodies/tracked`` and one namespace per body.
+
+One :class:`HriBodies` per process serves all its cameras: the topics are global, so the list
+of tracked bodies is the union over the cameras, and body ids (``b<track id>``, a ROS name
+token cannot start with a digit) are unique because the cameras share one track id source.
+Per body, ``/humans/bodies/<id>/roi`` (``NormalizedRegionOfInterest2D``), ``/cropped``
+(``Image``) and ``/skeleton2d`` (``Skeleton2D``) are published while its track lives (seen
+within ``track_max_age``) and destroyed when it is dropped, as ``hri_body_detect`` does. The
+``body_<id>`` TF frame comes from ``tf_frames``. ``hri_msgs`` is optional: without it
+:data:`HRI_MSGS_ERROR` says why and nothing here can be built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import threading
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
+from std_msgs.msg import Header
+
+from .messages import image_msg
+from ..core.body_frames import body_id, BODY_ID_PREFIX
+from ..core.keypoint_formats import keypoint_format
+from ..core.people import People
+from ..core.pipeline import FrameResult
+
+try:
+    from hri_msgs.msg import IdsList, NormalizedRegionOfInterest2D, Skeleton2D
+    HRI_MSGS_ERROR: str | None = None
+except ImportError as exc:  # an optional package: the node runs without it
+    IdsList = NormalizedRegionOfInterest2D = Skeleton2D = None
+    HRI_MSGS_ERROR = f'{type(exc).__name__}: {exc}'
+
+#: REP-155's body namespace (global).
+BODIES_NS = '/humans/bodies'
+#: As ``hri_body_detect`` publishes them: reliable, volatile, keep last 1.
+HRI_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+@dataclass
+class _Body:
+    track: int
+    roi: object
+    cropped: object
+    skeleton: object
+
+
+def skeleton2d(header: Header, uv: np.ndarray, scores: np.ndarray,
+               image_size: tuple[int, int]) -> Skeleton2D:
+    """
+    ``Skeleton2D`` of one person: the 18 REP-155 points of its 308, normalised to ``[0, 1]``.
+
+    ``uv`` ``(308, 2)`` pixels, ``scores`` ``(308,)``; the neck is the mid-point of the
+    shoulders; ``c`` is the keypoint score (0 for a point outside the image, clipped onto it).
+    """
+    fmt = keypoint_format('rep155')
+    h, w = image_size
+    xy = fmt.points(np.asarray(uv, np.float64)) / np.array([w, h], np.float64)
+    c = np.clip(np.nan_to_num(fmt.scores(np.asarray(scores, np.float64))), 0.0, 1.0)
+    inside = np.isfinite(xy).all(-1) & (xy >= 0).all(-1) & (xy <= 1).all(-1)
+    c[~inside] = 0.0
+    xy = np.clip(np.nan_to_num(xy), 0.0, 1.0)
+    msg = Skeleton2D(header=header)
+    for point, (x, y), conf in zip(msg.skeleton, xy.tolist(), c.tolist(), strict=True):
+        point.x, point.y, point.c = x, y, conf
+    return msg
+
+
+def normalized_roi(header: Header, box: np.ndarray, score: float,
+                   image_size: tuple[int, int]) -> NormalizedRegionOfInterest2D:
+    """``NormalizedRegionOfInterest2D`` of an xyxy pixel box, clipped to ``[0, 1]``."""
+    h, w = image_size
+    x0, y0, x1, y1 = np.clip(np.asarray(box, np.float64) / [w, h, w, h], 0.0, 1.0).tolist()
+    return NormalizedRegionOfInterest2D(header=header, xmin=x0, ymin=y0, xmax=x1, ymax=y1,
+                                        c=float(np.clip(score, 0.0, 1.0)))
+
+
+def cropped_image(header: Header, image: np.ndarray, box: np.ndarray) -> Image | None:
+    """Return the input pixels inside an xyxy box as ``rgb8``; None if nothing is inside."""
+    h, w = image.shape[:2]
+    x0, y0 = (int(np.floor(max(v, 0.0))) for v in box[:2])
+    x1, y1 = int(np.ceil(min(box[2], w))), int(np.ceil(min(box[3], h)))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return image_msg(header, image[y0:y1, x0:x1], 'rgb8')
+
+
+class HriBodies:
+    """
+    Publishes REP-155 bodies for the cameras of one node: ``update(camera, header, ...)``.
+
+    Create it at configure (it creates ``/humans/bodies/tracked``), call :meth:`update` per
+    frame that ran pose, :meth:`forget` when a camera stops and :meth:`close` at cleanup.
+    Thread-safe: cameras may update from their own threads.
+    """
+
+    def __init__(self, node: Node, prefix: str = BODY_ID_PREFIX,
+                 qos: QoSProfile = HRI_QOS) -> None:
+        if HRI_MSGS_ERROR is not None:
+            raise RuntimeError(f'hri_msgs is not available ({HRI_MSGS_ERROR})')
+        self._node, self._prefix, self._qos = node, prefix, qos
+        self._lock = threading.Lock()
+        self._bodies: dict[str, _Body] = {}
+        self._live: dict[str, dict[str, int]] = {}  # camera -> body id -> track id
+        self._tracked = node.create_publisher(IdsList, f'{BODIES_NS}/tracked', qos)
+
+    @property
+    def bodies(self) -> list[str]:
+        """Return the body ids with publishers, in track order."""
+        with self._lock:
+            return sorted(self._bodies, key=lambda b: self._bodies[b].track)
+
+    def update(self, camera: str, header: Header, result: FrameResult, people: People,
+               image: np.ndarray | None = None) -> None:
+        """
+        Publish one frame of ``camera``: the tracked list, and each visible body's topics.
+
+        ``people`` is that frame's ``PeopleState.update``; its live tracks make the camera's
+        bodies (a body hidden for a moment keeps its topics). ``image`` (HxWx3 RGB uint8) is
+        needed for ``/cropped``; every per-body message is built only for subscribers.
+        """
+        pose = result.pose
+        size = result.image_size
+        with self._lock:
+            self._live[camera] = {body_id(t, self._prefix): int(t)
+                                  for t in people.tracks.tolist()}
+            if pose is not None and len(people) == len(pose.boxes):
+                rows = np.flatnonzero(people.ids >= 0)
+                for row in rows.tolist():
+                    track = int(people.ids[row])
+                    self._live[camera].setdefault(body_id(track, self._prefix), track)
+                    self._publish_body(header, track, result, people, row, image, size)
+            self._drop_lost()
+            self._publish_tracked(header)
+
+    def forget(self, camera: str, header: Header | None = None) -> None:
+        """Drop a camera's bodies (it stopped); publish the list without them."""
+        with self._lock:
+            self._live.pop(camera, None)
+            self._drop_lost()
+            self._publish_tracked(header or Header())
+
+    def close(self) -> None:
+        """Destroy every publisher."""
+        with self._lock:
+            self._live.clear()
+            self._drop_lost()
+            self._node.destroy_publisher(self._tracked)
+
+    def _publish_body(self, header: Header, track: int, result: FrameResult, people: People,
+                      row: int, image: np.ndarray | None, size: tuple[int, int]) -> None:
+        name = body_id(track, self._prefix)
+        body = self._bodies.get(name)
+        if body is None:
+            ns = f'{BODIES_NS}/{name}'
+            create = self._node.create_publisher
+            body = self._bodies[name] = _Body(
+                track, create(NormalizedRegionOfInterest2D, f'{ns}/roi', self._qos),
+                create(Image, f'{ns}/cropped', self._qos),
+                create(Skeleton2D, f'{ns}/skeleton2d', self._qos))
+        pose = result.pose
+        if body.roi.get_subscription_count():
+            body.roi.publish(normalized_roi(header, pose.boxes[row],
+                                            float(pose.box_scores[row]), size))
+        if body.skeleton.get_subscription_count():
+            body.skeleton.publish(skeleton2d(header, people.smoothed[row], pose.scores[row],
+                                             size))
+        if image is not None and body.cropped.get_subscription_count():
+            crop = cropped_image(header, image, pose.boxes[row])
+            if crop is not None:
+                body.cropped.publish(crop)
+
+    def _drop_lost(self) -> None:
+        live = set().union(*self._live.values()) if self._live else set()
+        for name in [b for b in self._bodies if b not in live]:
+            body = self._bodies.pop(name)
+            for pub in (body.roi, body.cropped, body.skeleton):
+                self._node.destroy_publisher(pub)
+
+    def _publish_tracked(self, header: Header) -> None:
+        tracks: dict[str, int] = {}
+        for live in self._live.values():
+            tracks.update(live)
+        ids = sorted(tracks, key=tracks.__getitem__)
+        self._tracked.publish(IdsList(header=header, ids=ids))
+
+
+__all__ = ['BODIES_NS', 'HRI_MSGS_ERROR', 'HRI_QOS', 'HriBodies', 'IdsList',
+           'NormalizedRegionOfInterest2D', 'Skeleton2D', 'cropped_image', 'normalized_roi',
+           'skeleton2d']
