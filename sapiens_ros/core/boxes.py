@@ -82,6 +82,16 @@ def check_boxes(boxes: np.ndarray) -> np.ndarray:
     return boxes
 
 
+def keypoint_extent(keypoints: np.ndarray, visible: np.ndarray,
+                    min_count: int = 2) -> np.ndarray:
+    """Boxes ``(P, 4)`` xyxy around the ``visible`` keypoints; NaN rows with fewer of them."""
+    lo = np.where(visible[..., None], keypoints, np.inf).min(1)
+    hi = np.where(visible[..., None], keypoints, -np.inf).max(1)
+    box = np.concatenate([lo, hi], -1)
+    box[visible.sum(1) < max(min_count, 1)] = np.nan
+    return box
+
+
 def keypoint_boxes(keypoints: np.ndarray, scores: np.ndarray, fallback: np.ndarray,
                    image_size: tuple[int, int], min_score: float = 0.3,
                    padding: float = 0.1) -> np.ndarray:
@@ -95,14 +105,11 @@ def keypoint_boxes(keypoints: np.ndarray, scores: np.ndarray, fallback: np.ndarr
     keypoints = np.asarray(keypoints, np.float32)
     if keypoints.shape[0] == 0:
         return np.zeros((0, 4), np.float32)
-    good = np.asarray(scores) >= min_score
-    lo = np.where(good[..., None], keypoints, np.inf).min(1)
-    hi = np.where(good[..., None], keypoints, -np.inf).max(1)
-    pad = (hi - lo) * padding
+    box = keypoint_extent(keypoints, np.asarray(scores) >= min_score)
+    pad = np.tile((box[:, 2:] - box[:, :2]) * padding, 2) * [-1, -1, 1, 1]
     height, width = image_size
-    limit = np.array([width - 0.5, height - 0.5], np.float32)
-    boxes = np.concatenate([np.clip(lo - pad, -0.5, limit), np.clip(hi + pad, -0.5, limit)], 1)
-    ok = (good.sum(1) >= 2) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    boxes = np.clip(box + pad, -0.5, [width - 0.5, height - 0.5] * 2)
+    ok = np.isfinite(boxes).all(1) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
     return np.where(ok[:, None], boxes, np.asarray(fallback, np.float32)).astype(np.float32)
 
 

@@ -179,23 +179,6 @@ class PeopleState:
             return np.zeros(0, np.int64), np.zeros((0, 4), np.float32)
         return self.tracker.predict_boxes(stamp, image_size)
 
-    def predict_boxes(self, stamp: float) -> tuple[np.ndarray, np.ndarray]:
-        """
-        Where the live tracks are expected at ``stamp``: ``(ids (N,), boxes (N, 4) xyxy)``.
-
-        Each box is the track's last box moved by its velocity; tracks unseen longer than
-        ``max_age`` are left out. Pose runs on these between seg frames.
-        """
-        tracker = self.tracker
-        if not len(tracker) or self._stamp is None or stamp < self._stamp:
-            return np.zeros((0,), np.int64), np.zeros((0, 4), np.float32)
-        dt = stamp - tracker._seen
-        alive = dt <= tracker.config.max_age
-        box = tracker._box[alive] + tracker._vel[alive] * dt[alive, None]
-        box[:, 2:] = np.maximum(box[:, 2:], 1.0)
-        xyxy = np.concatenate([box[:, :2] - box[:, 2:] / 2, box[:, :2] + box[:, 2:] / 2], 1)
-        return tracker.ids[alive].copy(), xyxy.astype(np.float32)
-
     def _fit_scale(self, result: FrameResult, depth_m: torch.Tensor | None,
                    stamp: float) -> float | None:
         """Fold this frame's depth fit of the pointmap scale in; the smoothed scale or None."""

@@ -35,6 +35,8 @@ import threading
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from .boxes import keypoint_extent
+
 LOG = logging.getLogger(__name__)
 
 #: Id returned for a detection that is not tracked (a low-confidence one matching no track).
@@ -367,13 +369,7 @@ class PersonTracker:
 
     def _keypoint_boxes(self, keypoints: np.ndarray, vis: np.ndarray) -> np.ndarray:
         """Boxes ``(N, 4)`` cxcywh around the visible keypoints; NaN with too few of them."""
-        lo = np.where(vis[..., None], keypoints, np.inf).min(1)
-        hi = np.where(vis[..., None], keypoints, -np.inf).max(1)
-        with np.errstate(invalid='ignore'):  # rows without a visible keypoint: inf - inf
-            box = _cxcywh(np.concatenate([lo, hi], -1))
-        few = vis.sum(1) < max(self.config.predict_min_keypoints, 1)
-        box[few] = np.nan
-        return box
+        return _cxcywh(keypoint_extent(keypoints, vis, self.config.predict_min_keypoints))
 
     def _start(self, boxes: np.ndarray, keypoints: np.ndarray, vis: np.ndarray,
                stamp: float) -> np.ndarray:
