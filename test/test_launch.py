@@ -280,7 +280,7 @@ def test_demo_launch_profile_everywhere_and_ctrl_c_twice(graph, tmp_path):
                    f'output_dir:={tmp_path / "demo"}')
     try:
         assert proc.wait_for('active: listening on /demo/image', 120.0), proc.output
-        outputs = graph.collect(String, '/demo/seg/label_info', qos(latched=True))
+        outputs = graph.collect(String, '/demo/seg/label_info_json', qos(latched=True))
         assert graph.wait(lambda: outputs, 30.0), proc.output
         assert proc.wait_for('[monitor', 30.0), proc.output
         started = _started(proc)

@@ -110,13 +110,13 @@ def test_mcap_jazzy_outputs_equal_node_messages(tmp_path, pipeline, astronaut):
     for topic in info['topics_with_message_count']:
         qos = yaml.safe_load(topic['topic_metadata']['offered_qos_profiles'])
         assert qos[0]['reliability'] == 1  # reliable, as the node offers
-        latched = topic['topic_metadata']['name'].endswith('_info')
+        latched = topic['topic_metadata']['name'].endswith(('keypoint_info', 'label_info_json'))
         assert qos[0]['durability'] == (1 if latched else 2)
 
     ours, theirs = read_rosbags(tmp_path / 'out'), read_mcap(tmp_path / 'out')
     want = expected_topics(('pose', 'seg', 'normal', 'pointmap'))
     assert want <= set(ours) and set(ours) == set(theirs)
-    assert {'/sapiens/pose/keypoint_info', '/sapiens/seg/label_info'} <= set(ours)
+    assert {'/sapiens/pose/keypoint_info', '/sapiens/seg/label_info_json'} <= set(ours)
     for topic in want:
         assert [m[0] for m in ours[topic]] == [BASE_NS + i * STEP_NS for i in range(3)]
         assert [m[1] for m in ours[topic]] == [m[1] for m in theirs[topic]]
@@ -381,13 +381,24 @@ def test_camera_topics_batch_across_topics_with_their_own_trackers(tmp_path, pos
     finally:
         pose_seg.runners = real
     both = read_rosbags(tmp_path / 'both')
+    seen = {}
     for topic in ('/front/image_raw', '/rear/image_raw'):
         replay(pose_seg, ReplayOptions(str(src), str(tmp_path / topic.split('/')[1]),
                                        topics=[topic], progress=False))
         alone = read_rosbags(tmp_path / topic.split('/')[1])
-        name = f'/sapiens/{topic.split("/")[1]}/pose/persons'
+        name = f'/sapiens/{topic.split("/")[1]}/pose/persons'  # one topic alone: no prefix
         ids = [cloud_field(m, 'id').ravel().tolist() for _, _, m in both[name]]
-        assert ids == [cloud_field(m, 'id').ravel().tolist() for _, _, m in alone[name]]
+        seen[topic] = set(sum(ids, []))
+        # The same tracks as the topic alone (one id space for both topics: other numbers).
+        assert _first_seen_order(ids) == _first_seen_order(
+            [cloud_field(m, 'id').ravel().tolist() for _, _, m in alone['/sapiens/pose/persons']])
+    assert not seen['/front/image_raw'] & seen['/rear/image_raw']  # an id names one person
+
+
+def _first_seen_order(rows: list[list[int]]) -> list[list[int]]:
+    """Relabel track ids by order of first appearance (the partition of rows into tracks)."""
+    order: dict[int, int] = {}
+    return [[order.setdefault(i, len(order)) if i >= 0 else -1 for i in row] for row in rows]
 
 
 def test_rates_in_replay_run_seg_at_its_budget(tmp_path, pose_seg, astronaut):

@@ -89,7 +89,7 @@ def test_manifest_after_a_killed_driver_adds_its_attempts_and_seconds(tmp_path, 
     On e159fec the killed run's manifest still said 0 attempts and 0 seconds for the bag it was
     in, and the resumed run's row said 1 attempt and only its own seconds.
     """
-    sizes = {'a': 30}
+    sizes = {'a': 150}  # several seconds of work even on an idle machine
     src = archive(tmp_path / 'archive', astronaut, sizes)
     out = tmp_path / 'out'
     proc = start_cli(fleet_args([src], out, model_dir, '--checkpoint-seconds', '0'))

@@ -42,7 +42,7 @@ def test_cameras_share_the_models_and_keep_their_own_topics(graph):
     node = graph.perception(cameras='front,rear', tasks='pose,seg')
     assert node.loads == 1 and set(node.cameras) == {'front', 'rear'}
     labels = {c: graph.collect(Image, f'{c}/seg/labels') for c in ('front', 'rear')}
-    info = {c: graph.collect(String, f'{c}/seg/label_info', qos(latched=True))
+    info = {c: graph.collect(String, f'{c}/seg/label_info_json', qos(latched=True))
             for c in ('front', 'rear')}
     pubs = {c: graph.publisher(Image, f'{c}/image') for c in ('front', 'rear')}
     for pub in pubs.values():

@@ -69,9 +69,9 @@ def _diag(node) -> dict:
 def test_every_topic_content_and_header(graph):
     node = graph.perception()
     outputs = {s: graph.collect(t, s) for s, t in TOPIC_TYPES.items()
-               if s not in ('diagnostics', 'pose/keypoint_info', 'seg/label_info')}
+               if s not in ('diagnostics', 'pose/keypoint_info', 'seg/label_info_json')}
     infos = {s: graph.collect(String, s, qos(latched=True))
-             for s in ('pose/keypoint_info', 'seg/label_info')}
+             for s in ('pose/keypoint_info', 'seg/label_info_json')}
     diags = graph.collect(DiagnosticArray, '/diagnostics')
     pub = graph.publisher(Image, 'image')
     graph.wait_for_subscribers(pub)
@@ -106,7 +106,7 @@ def test_every_topic_content_and_header(graph):
     names = [f.name for f in outputs['pointmap/points'][0].fields]
     assert names == ['x', 'y', 'z', 'rgb', 'label']
     assert len(json.loads(infos['pose/keypoint_info'][0].data)['names']) == 308
-    assert len(json.loads(infos['seg/label_info'][0].data)['names']) == 29
+    assert len(json.loads(infos['seg/label_info_json'][0].data)['names']) == 29
     assert diags[-1].status[0].name.endswith('sapiens perception')
     keys = set(_diag(node))
     assert {'input_rate_hz', 'processed_rate_hz', 'frames_dropped', 'latency_p50_ms',

@@ -38,16 +38,23 @@ from .people import People, PeopleConfig, PeopleState
 from .pipeline import FrameResult, Pipeline
 from .plan import plan_tasks, TaskPlan
 from .render import RenderRequest
+from .tracking import IdAllocator
 
 
 class Camera:
-    """One camera's scheduling state: rates, tracked people, the last step it ran in."""
+    """
+    One camera's scheduling state: its rate budget and tracked people.
+
+    Cameras of one node (or one replay) share ``ids``, so a track id names one person across
+    every camera (and its ``body_<id>`` TF frame is unique).
+    """
 
     def __init__(self, name: str, rates: Mapping[str, float] | None = None,
-                 people: PeopleConfig | None = None, track: bool = True) -> None:
+                 people: PeopleConfig | None = None, track: bool = True,
+                 ids: IdAllocator | None = None) -> None:
         self.name = name
         self.budget = RateBudget(rates)
-        self.people = PeopleState(people) if track else None
+        self.people = PeopleState(people, ids) if track else None
 
     @property
     def stateless(self) -> bool:

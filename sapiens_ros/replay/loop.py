@@ -55,6 +55,7 @@ from .summary import Summary
 from .video import VideoOut
 from ..core.people import PeopleConfig
 from ..core.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
+from ..core.tracking import IdAllocator
 from ..ros.messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
                             MessageOptions, OUTPUT_TASK, render_request, stamp_seconds,
                             TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
@@ -139,12 +140,11 @@ class Replayer:
         self.prefixes = output_prefixes(sorted(set(self.topics)), self.opt.namespace)
         # One scheduling state per camera (tracker, rate budget), fed that camera's frames in
         # input order, so ids are the live node's on the same frames.
-        self.cameras = {t: Camera(t, self.opt.rates, self.opt.people, 'pose' in self.tasks)
-                        for t in dict.fromkeys(self.topics)}
+        # One id space for every camera topic, as in the node: an id names one person.
+        self.ids = IdAllocator(self.opt.first_track_id)
+        self.cameras = {t: Camera(t, self.opt.rates, self.opt.people, 'pose' in self.tasks,
+                                  self.ids) for t in dict.fromkeys(self.topics)}
         self.batch = self.opt.batch or len(self.cameras)
-        for camera in self.cameras.values():
-            if camera.people is not None:
-                camera.people.tracker.continue_ids(self.opt.first_track_id)
         self.errors = errors_topic(self.opt.namespace)
         self.outputs = {output_topic(p, s): t for t, p in self.prefixes.items()
                         for s in self.suffixes}
@@ -184,9 +184,8 @@ class Replayer:
         bag = OutputBag(target, self.opt.storage)
         if self.partial is not None:
             self.partial.copy_into(bag)
-            for topic, camera in self.cameras.items():  # new tracks: ids the bag has not used
-                if camera.people is not None:
-                    camera.people.tracker.continue_ids(self.partial.max_track_id[topic] + 1)
+            # new tracks: ids the bag has not used
+            self.ids.continue_from(max(self.partial.max_track_id.values(), default=0) + 1)
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
                 bag.add(output_topic(prefix, suffix), msgtype_of(TOPIC_TYPES[suffix]),
