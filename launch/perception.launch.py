@@ -33,6 +33,9 @@ from launch_ros.actions import Node
 from sapiens_ros.ros.launch_support import (PACKAGE, parameter_overrides, parse_bool,
                                             profile_path, PROFILE_VAR)
 
+#: Track ids of isolated camera processes start this far apart (ids stay unique on the robot).
+TRACK_ID_BLOCK = 1_000_000
+
 ARGUMENTS = (
     ('camera', 'image', 'input image topic (remapped onto the node\'s "image")'),
     ('camera_info', '', 'camera_info topic (default: camera_info beside the image topic)'),
@@ -63,6 +66,11 @@ ARGUMENTS = (
     ('depth', '', ('aligned depth image topic (16UC1 mm / 32FC1 m): sets use_depth and remaps '
                    'the node\'s "depth" onto it (relative names resolve in each camera\'s '
                    'namespace)')),
+    ('detections', '', ('a person detector\'s vision_msgs/Detection2DArray topic: sets '
+                        'box_source detections and remaps the node\'s "detections" onto it')),
+    ('keypoint_format', '', 'sapiens308, coco17 or openpose18 (default: params_file)'),
+    ('publish_tf', '', 'body_<id> frames on /tf (default: true when tf2_msgs imports)'),
+    ('hri', '', 'true: REP-155 bodies under /humans/bodies (default: params_file)'),
     ('use_rviz', 'false', 'start RViz'),
     ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
                              f'RMW is Fast DDS and none is set')),
@@ -95,26 +103,27 @@ def _nodes(context, *args, **kwargs):
     overrides = parameter_overrides(arg)  # only arguments given override the parameters file
     cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
     namespace = arg['namespace'].strip('/')
-    depth = arg['depth']
-    if cameras and depth.startswith('/') and len(cameras) > 1:
-        raise ValueError(f'depth:={depth} is one absolute topic for {len(cameras)} cameras: '
-                         f"give a relative name (resolved in each camera's namespace)")
+    sides = {s: arg[s] for s in ('depth', 'detections') if arg[s]}  # streams paired by stamp
+    for stream, topic in sides.items():
+        if cameras and topic.startswith('/') and len(cameras) > 1:
+            raise ValueError(f'{stream}:={topic} is one absolute topic for {len(cameras)} '
+                             f"cameras: give a relative name (resolved in each camera's "
+                             f'namespace)')
     if cameras and parse_bool('isolate_cameras', arg['isolate_cameras']):
-        for camera in cameras:  # the old layout: a process (and a copy of the models) each
-            remaps = [('depth', depth)] if depth else []
+        for k, camera in enumerate(cameras):  # the old layout: a process (and models) each
             ns = f'{namespace}/{camera}' if namespace else camera
-            actions.append(_node(ns, [params_file, overrides, {'cameras': ''}], remaps))
+            ids = {'cameras': '', 'track_id_start': 1 + k * TRACK_ID_BLOCK}  # unique ids
+            actions.append(_node(ns, [params_file, overrides, ids], list(sides.items())))
     elif cameras:
-        remaps = [(f'{c}/depth', f'{c}/{depth}' if not depth.startswith('/') else depth)
-                  for c in cameras] if depth else []
+        remaps = [(f'{c}/{s}', t if t.startswith('/') else f'{c}/{t}')
+                  for s, t in sides.items() for c in cameras]
         actions.append(_node(namespace, [params_file, overrides,
                                          {'cameras': ','.join(cameras)}], remaps))
     else:
         topic = arg['camera']
         remaps = [('image', topic), ('image/compressed', topic.rstrip('/') + '/compressed'),
-                  ('camera_info', arg['camera_info'] or _beside(topic, 'camera_info'))]
-        if depth:
-            remaps.append(('depth', depth))
+                  ('camera_info', arg['camera_info'] or _beside(topic, 'camera_info')),
+                  *sides.items()]
         actions.append(_node(namespace, [params_file, overrides], remaps))
     return actions
 

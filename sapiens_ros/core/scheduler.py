@@ -73,6 +73,7 @@ class FrameRequest:
     color_order: str = 'rgb'
     fx: float | None = None  # calibrated focal length (pixels) for a metric pointmap
     boxes: np.ndarray | None = None  # the caller's person boxes (a detector), xyxy
+    box_scores: np.ndarray | None = None  # the detector's score of each box (default 1)
     people_3d: bool = False  # tracked people want 3D (pointmap when there is no depth)
     depth: dict = field(default_factory=dict)  # PeopleState.update keyword arguments
     render: RenderRequest | None = None
@@ -193,8 +194,11 @@ class Scheduler:
             problem = result.non_finite()
             if problem:
                 out.error = ('model_nan', f'the model produced non-finite {problem}')
-            else:
-                out.result = result
+                continue
+            out.result = result
+            scores = out.request.box_scores
+            if out.box_origin == 'detections' and scores is not None and result.pose is not None:
+                result.pose.box_scores = np.asarray(scores, np.float32)
 
     @staticmethod
     def _people(out: FrameOutcome) -> None:

@@ -17,41 +17,55 @@
 One camera of the perception node: its topics, input pairing, bad-input counters and stats.
 
 Every camera keeps its own namespace of topics (``<name>/image`` in, ``<name>/pose/keypoints``
-out; no prefix for the node's single unnamed camera), its own ``camera_info``, depth pairing,
-tracked people (through its :class:`~sapiens_ros.core.scheduler.Camera`) and counters. The node
-creates one per camera; the inference worker turns its newest frame into a
+out; no prefix for the node's single unnamed camera), its own ``camera_info``, pairing of side
+streams (aligned depth, a detector's person boxes), tracked people (through its
+:class:`~sapiens_ros.core.scheduler.Camera`) and counters. The node creates one per camera; the
+inference worker turns its newest frame into a
 :class:`~sapiens_ros.core.scheduler.FrameRequest`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 import dataclasses
 import time
 
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 
-from .depth_input import DepthPairer
 from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOptions,
-                       OUTPUT_TASK, render_request, stamp_seconds, task_outputs, TOPIC_TYPES)
+                       OPTIONAL_OUTPUTS, optional_outputs, OUTPUT_TASK, render_request,
+                       stamp_seconds, task_outputs, TOPIC_TYPES)
+from .pairing import StreamPairer
+from .people_world import LATCHED_QOS
 from .runtime import FrameSlots, NodeStats, Throttle
+from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
+                              LabelInfo, VISION_MSGS_ERROR)
 from ..core.depth import decode_depth
+from ..core.detections import person_boxes
 from ..core.errors import FrameError
 from ..core.image_codec import decode_message, Frame
 from ..core.intrinsics import Intrinsics
 from ..core.render import RenderRequest
 from ..core.scheduler import Camera, FrameRequest
 
+#: Which task produces each output, the optional ones (their packages may be missing) too.
+_OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
+
+#: Detector boxes rejected as broken (counted as a bad input); ``class`` and ``score`` are
+#: filtering, only counted.
+_BROKEN_DETECTIONS = ('nan', 'size', 'outside')
+
 
 @dataclasses.dataclass
 class Arrival:
-    """A colour frame in a camera's slot: the message, when it came, its paired depth."""
+    """A colour frame in a camera's slot: the message, when it came, its paired side streams."""
 
     msg: object
     received: float  # time.monotonic()
-    depth: Image | None = None
+    sides: dict = dataclasses.field(default_factory=dict)  # 'depth', 'detections' -> message
 
 
 @dataclasses.dataclass
@@ -62,6 +76,7 @@ class Decoded:
     frame: Frame
     options: MessageOptions
     render: RenderRequest  # what the pipeline renders for the wanted outputs
+    intrinsics: Intrinsics | None = None  # of a fresh, valid camera_info (pointmap/camera_info)
 
 
 class CameraChannel:
@@ -79,10 +94,11 @@ class CameraChannel:
         self.pubs: dict = {}
         self.info_pubs: dict = {}
         self.subs: list = []
-        self.pairer: DepthPairer | None = None
+        self.pairer: StreamPairer | None = None
+        self.label_info = None  # vision_msgs/LabelInfo publisher (seg, when vision_msgs imports)
         self.camera_info: CameraInfo | None = None
         self.camera_info_time = 0.0
-        self.depth_time = 0.0  # monotonic time of the last depth message
+        self.detections = Counter()  # detector boxes: used, rejected by kind
 
     def topic(self, suffix: str) -> str:
         """Return this camera's name of ``suffix`` (relative: remappable, in the namespace)."""
@@ -103,23 +119,34 @@ class CameraChannel:
                 if name is not None:  # <topic>/compressed only encoded when subscribed
                     self.pubs[name] = self.node.create_lifecycle_publisher(
                         TOPIC_TYPES[name], self.topic(name), out_qos)
+        for suffix, msg_type in optional_outputs(tasks).items():  # built only when subscribed
+            self.pubs[suffix] = self.node.create_lifecycle_publisher(
+                msg_type, self.topic(suffix), out_qos)
         for task in tasks:
             if task in INFO_TOPICS:
                 self.info_pubs[INFO_TOPICS[task]] = self.node.create_lifecycle_publisher(
                     String, self.topic(INFO_TOPICS[task]), info_qos)
+        if 'seg' in tasks and VISION_MSGS_ERROR is None:
+            self.label_info = self.node.create_lifecycle_publisher(
+                LabelInfo, self.topic(LABEL_INFO_TOPIC), LATCHED_QOS)
 
-    def publish_info(self, tasks: tuple[str, ...]) -> None:
-        """Publish the latched metadata topics."""
-        for suffix, msg in info_messages(tasks).items():
+    def publish_info(self, tasks: tuple[str, ...], keypoint_format: str) -> None:
+        """Publish the latched metadata topics (the JSON ones, and LabelInfo)."""
+        for suffix, msg in info_messages(tasks, keypoint_format).items():
             self.info_pubs[suffix].publish(msg)
+        if self.label_info is not None:
+            self.label_info.publish(label_info_msg(Header(
+                stamp=self.node.get_clock().now().to_msg(), frame_id=self.name)))
 
     def destroy_publishers(self) -> None:
         """Destroy every publisher (cleanup)."""
         destroy = getattr(self.node, 'destroy_lifecycle_publisher', self.node.destroy_publisher)
-        for pub in list(self.pubs.values()) + list(self.info_pubs.values()):
-            destroy(pub)
+        for pub in [*self.pubs.values(), *self.info_pubs.values(), self.label_info]:
+            if pub is not None:
+                destroy(pub)
         self.pubs.clear()
         self.info_pubs.clear()
+        self.label_info = None
 
     def wanted_outputs(self, forced: set[str]) -> set[str]:
         """Return the outputs with a subscriber, plus the forced ones."""
@@ -129,8 +156,13 @@ class CameraChannel:
         return subscribed | (forced & set(self.pubs))
 
     # ------------------------------------------------------------------ input
-    def subscribe(self, in_qos: QoSProfile, group) -> None:
-        """Subscribe to the image (or image/compressed), camera_info and, with use_depth, depth."""
+    def subscribe(self, in_qos: QoSProfile, group, detections: bool = False) -> None:
+        """
+        Subscribe to the image (or image/compressed), camera_info and the side streams.
+
+        Side streams: ``depth`` with use_depth, ``detections`` (``Detection2DArray``) when
+        ``detections`` (box_source detections and vision_msgs imports); both paired by stamp.
+        """
         if self.param('compressed'):
             self.subs.append(self.node.create_subscription(
                 CompressedImage, self.topic('image/compressed'), self.on_image, in_qos,
@@ -141,18 +173,28 @@ class CameraChannel:
         self.subs.append(self.node.create_subscription(
             CameraInfo, self.topic('camera_info'), self.on_camera_info, in_qos,
             callback_group=group))
+        sides = {}
         if self.param('use_depth'):
-            self.pairer = DepthPairer(self.param('depth_slop'), self.param('depth_queue_size'),
-                                      self.on_pair)
-            self.depth_time = time.monotonic()  # depth_timeout counts from now
+            sides['depth'] = (Image, self.param('depth_slop'), self.param('depth_timeout'))
+        if detections:
+            sides['detections'] = (Detection2DArray, self.param('detections_slop'),
+                                   self.param('detections_timeout'))
+        if not sides:
+            return
+        self.pairer = StreamPairer(
+            list(sides), max(slop for _, slop, _ in sides.values()),
+            self.param('depth_queue_size'), {s: t for s, (_, _, t) in sides.items()},
+            self.on_paired)
+        for stream, (msg_type, _, _) in sides.items():
             self.subs.append(self.node.create_subscription(
-                Image, self.topic('depth'), self.on_depth, in_qos, callback_group=group))
+                msg_type, self.topic(stream), lambda msg, s=stream: self.pairer.add(s, msg),
+                in_qos, callback_group=group))
 
     def describe_input(self) -> str:
         """Name the subscribed topics for the log."""
-        depth = f' and {self.subs[-1].topic_name} (pairing: {self.pairer.backend})' \
-            if self.pairer is not None else ''
-        return f'{self.subs[0].topic_name}{depth}'
+        sides = [s.topic_name for s in self.subs[2:]]
+        paired = f' and {", ".join(sides)} (pairing: {self.pairer.backend})' if sides else ''
+        return f'{self.subs[0].topic_name}{paired}'
 
     def unsubscribe(self) -> None:
         """Destroy the subscriptions and forget the pairing."""
@@ -162,29 +204,20 @@ class CameraChannel:
         self.pairer = None
 
     def on_image(self, msg) -> None:
-        """Store a colour frame (paired with depth first, with use_depth)."""
+        """Store a colour frame (after pairing it with the side streams, when there are any)."""
         self.stats.on_received()
         if self.pairer is None:
             self.slots.put(self.name, Arrival(msg, time.monotonic()))
             return
-        timeout = self.param('depth_timeout')
-        silent = time.monotonic() - self.depth_time
-        if timeout > 0 and silent > timeout:  # no depth stream: colour goes on without it
-            self.bad('depth_missing', f'no depth message for {silent:.1f} s on '
-                     f'{self.subs[-1].topic_name}', 'frame processed without depth')
-            self.slots.put(self.name, Arrival(msg, time.monotonic()))
-            return
+        for stream, seconds in self.pairer.silent().items():  # colour goes on without it
+            fallback = 'without depth' if stream == 'depth' else 'with the fallback box source'
+            self.bad(f'{stream}_missing', f'no {stream} message for {seconds:.1f} s on '
+                     f'{self.topic(stream)}', f'frame processed {fallback}')
         self.pairer.add_image(msg)
 
-    def on_depth(self, msg: Image) -> None:
-        """Queue a depth image for pairing."""
-        self.depth_time = time.monotonic()
-        if self.pairer is not None:
-            self.pairer.add_depth(msg)
-
-    def on_pair(self, msg, depth: Image) -> None:
-        """Put a colour frame and its matched depth image into the newest-frame slot."""
-        self.slots.put(self.name, Arrival(msg, time.monotonic(), depth))
+    def on_paired(self, msg, sides: dict) -> None:
+        """Put a colour frame and its matched side-stream messages into the newest-frame slot."""
+        self.slots.put(self.name, Arrival(msg, time.monotonic(), sides))
 
     def on_camera_info(self, msg: CameraInfo) -> None:
         """Keep the newest camera_info."""
@@ -233,15 +266,49 @@ class CameraChannel:
             return {}
         return {'depth': array, 'K': k, 'depth_encoding': depth.encoding}
 
+    def intrinsics(self, size: tuple[int, int]) -> Intrinsics | None:
+        """Return the intrinsics of a fresh, valid camera_info for ``size``, or None."""
+        try:
+            self.camera_k(size)
+        except FrameError:
+            return None
+        info = self.camera_info
+        return Intrinsics.from_k(info.k, (info.height, info.width), size)
+
+    def person_boxes(self, msg, size: tuple[int, int],
+                     max_boxes: int) -> tuple[object, object] | tuple[None, None]:
+        """A paired detector message's person boxes and scores; counted; (None, None) if bad."""
+        classes = [c.strip() for c in self.param('detection_classes').split(',') if c.strip()]
+        try:
+            found = person_boxes(detector_boxes(msg), size, classes or None,
+                                 self.param('detection_min_score'), max_boxes)
+        except (TypeError, ValueError) as exc:
+            self.bad('detections', f'{type(exc).__name__}: {exc}',
+                     'frame processed with the fallback box source')
+            return None, None
+        self.detections['messages'] += 1
+        self.detections['boxes'] += len(found)
+        self.detections.update({f'rejected_{k}': n for k, n in found.rejected.items()})
+        broken = {k: found.rejected[k] for k in _BROKEN_DETECTIONS if found.rejected[k]}
+        if broken:
+            self.bad('detections', f'{sum(broken.values())} detector boxes rejected '
+                     f'({", ".join(f"{k}: {n}" for k, n in broken.items())})',
+                     'the other boxes are used')
+        return found.boxes, found.scores
+
     def request(self, arrival: Arrival, loaded: tuple[str, ...], forced: set[str],
-                options: MessageOptions) -> FrameRequest | None:
+                options: MessageOptions, max_persons: int = 8,
+                world: tuple[bool, bool] = (False, False)) -> FrameRequest | None:
         """
         Decode a frame into a request for the scheduler; None when unwanted or bad (counted).
 
-        ``loaded`` are the pipeline's heads, ``options`` the node's message options.
+        ``loaded`` are the pipeline's heads, ``options`` the node's message options, ``world``
+        whether /tf or REP-155 consumers want people (and 3D) beyond the subscribed outputs.
         """
         outputs = self.wanted_outputs(forced)
-        wanted = frozenset(OUTPUT_TASK[s] for s in outputs) & frozenset(loaded)
+        people, people_3d = world
+        wanted = frozenset(_OUTPUT_TASK[s] for s in outputs) | ({'pose'} if people else set())
+        wanted &= frozenset(loaded)
         if not wanted:
             self.stats.idle_skipped += 1
             return None
@@ -263,10 +330,16 @@ class CameraChannel:
         options = dataclasses.replace(options, outputs=outputs)
         render = render_request(outputs, options)
         stamp = stamp_seconds(msg.header.stamp) or arrival.received
+        boxes = scores = None
+        if 'detections' in arrival.sides and 'pose' in wanted and \
+                self.param('box_source') == 'detections':
+            boxes, scores = self.person_boxes(arrival.sides['detections'], size, max_persons)
+        intrinsics = self.intrinsics(size) if 'pointmap/camera_info' in outputs else None
         return FrameRequest(
             self.camera, frame.pixels, stamp, wanted, color_order=frame.color_order, fx=fx,
-            people_3d='people/poses' in outputs, depth=self.depth_input(arrival.depth, size),
-            render=render, context=Decoded(arrival, frame, options, render))
+            boxes=boxes, box_scores=scores, people_3d=people_3d or 'people/poses' in outputs,
+            depth=self.depth_input(arrival.sides.get('depth'), size), render=render,
+            context=Decoded(arrival, frame, options, render, intrinsics))
 
     def diagnostics(self) -> dict:
         """Counters of the colour/depth pairing and the tracked people of this camera."""
@@ -278,4 +351,5 @@ class CameraChannel:
                     (f'{value:.4f}' if isinstance(value, float) else value)
         if self.pairer is not None:
             out.update(self.pairer.counters())
+        out.update({f'detections.{k}': n for k, n in self.detections.items()})
         return out

@@ -24,8 +24,8 @@ PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilt
 #: Launch arguments that become node parameters of that type when given (empty: the
 #: params_file value stays).
 STRING_ARGS = ('tasks', 'model_size', 'model_dir', 'backend', 'dtype', 'device',
-               'engine_batch', 'cache_dir', 'input_sizes')
-BOOL_ARGS = ('compressed', 'random_weights', 'autostart', 'allow_build')
+               'engine_batch', 'cache_dir', 'input_sizes', 'keypoint_format')
+BOOL_ARGS = ('compressed', 'random_weights', 'autostart', 'allow_build', 'hri', 'publish_tf')
 INT_ARGS = ('cpu_threads', 'max_cameras_per_step')
 
 
@@ -86,4 +86,6 @@ def parameter_overrides(args: dict[str, str]) -> dict:
         out.update(parse_rates(args['rates']))
     if args.get('depth'):  # depth:=<topic> turns the RGB-D input on (the launch file remaps)
         out['use_depth'] = True
+    if args.get('detections'):  # a detector's boxes (the launch file remaps)
+        out['box_source'] = 'detections'
     return out

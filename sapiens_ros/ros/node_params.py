@@ -23,9 +23,11 @@ from typing import Any
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
-from .messages import NORMAL_ENCODINGS, OUTPUT_TASK
+from .messages import NORMAL_ENCODINGS, OPTIONAL_OUTPUTS, OUTPUT_TASK
+from .optional_msgs import available
 from ..core.errors import SapiensError
 from ..core.input_size import parse_size, parse_task_sizes
+from ..core.keypoint_formats import KEYPOINT_FORMATS
 from ..core.registry import PERCEPTION_TASKS
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
@@ -169,8 +171,19 @@ PARAMS: tuple[Param, ...] = (
       for t in PERCEPTION_TASKS),
     Param('max_cameras_per_step', 0, 'most cameras batched in one inference step, served '
           'round-robin (0: every camera with a new frame)', low=0, high=64),
-    Param('box_source', 'seg', 'pose person boxes: from the seg mask or the full frame',
-          choices=('seg', 'full')),
+    Param('box_source', 'seg', 'pose person boxes: seg (the seg foreground, the tracker\'s '
+          'boxes between seg frames), full (the whole frame) or detections (a detector\'s '
+          'Detection2DArray on <camera>/detections, paired by stamp; seg, else full, when none '
+          'pairs)', choices=('seg', 'full', 'detections')),
+    Param('detection_classes', 'person', 'class ids of detector boxes taken as persons, '
+          'comma-separated (e.g. "person" or a COCO index "0"; empty: any class)'),
+    Param('detection_min_score', 0.5, 'detector boxes scored lower are not used', low=0.0,
+          high=1.0),
+    Param('detections_slop', 0.05, 'colour and detections stamps pair when closer than this '
+          '(s)', applies='activate', low=0.0, high=10.0),
+    Param('detections_timeout', 1.0, 'no detections for this long (s): frames run with the '
+          'fallback box source (counted as bad_input.detections_missing); 0: wait for them',
+          applies='activate', low=0.0, high=3600.0),
     Param('max_persons', 8, 'most persons per frame', low=1, high=64),
     Param('min_person_area', 0.002, 'smallest seg component kept as a person (frame fraction)',
           low=0.0, high=0.99),
@@ -199,6 +212,21 @@ PARAMS: tuple[Param, ...] = (
           'higher lags less when moving', low=0.0, high=10.0),
     Param('one_euro_beta_xyz', 2.0, 'One-Euro speed coefficient for keypoint XYZ (per m/s)',
           low=0.0, high=1000.0),
+    Param('track_id_start', 1, 'first track id of this process (ids are unique across its '
+          'cameras; give each process of a robot its own range)', applies='configure', low=1,
+          high=2**31 - 1),
+    Param('keypoint_format', 'sapiens308', 'keypoints in pose/keypoints and pose/markers '
+          '(derived from the 308 by name; neck = mid-shoulders)', choices=KEYPOINT_FORMATS),
+    Param('publish_tf', available('tf2_msgs'), 'body_<id> frames of tracked people on /tf '
+          '(tf2_msgs/TFMessage, REP-155 axes, origin mid-hips) from measured depth or the metric '
+          'pointmap'),
+    Param('tf_joints', False, 'also joint frames (head, shoulders, elbows, wrists, hips, knees, '
+          'ankles) named <joint>_<id>, children of body_<id>'),
+    Param('hri', False, 'REP-155 (ROS4HRI) bodies: /humans/bodies/tracked and per body '
+          '/humans/bodies/<id>/roi, cropped, skeleton2d (global topics; ids unique across cameras)'),
+    Param('xyz_min_score', 0.3, 'keypoints scored lower get no 3D (pose/keypoints x, y, z, '
+          'people/poses, body frames): occluded ones, where depth measures the occluder',
+          low=0.0, high=10.0),
     Param('track_max_age', 1.0, 'a track unseen this long (s) is dropped', low=0.0,
           high=60.0),
     Param('use_depth', False, 'subscribe depth (16UC1 mm or 32FC1 m, aligned to the colour '
@@ -240,9 +268,10 @@ def declare_float(node, name: str, default: float, description: str = '') -> flo
 def parse_outputs(text: str) -> set[str]:
     """Parse ``force_outputs``; raise ValueError naming an unknown suffix."""
     items = {s.strip().strip('/') for s in text.split(',') if s.strip()}
-    unknown = sorted(items - set(OUTPUT_TASK))
+    known = [*OUTPUT_TASK, *OPTIONAL_OUTPUTS]
+    unknown = sorted(items - set(known))
     if unknown:
-        raise ValueError(f'unknown outputs {unknown}; known: {", ".join(OUTPUT_TASK)}')
+        raise ValueError(f'unknown outputs {unknown}; known: {", ".join(known)}')
     return items
 
 
@@ -261,6 +290,9 @@ def validate(name: str, value: Any, loaded_tasks: tuple[str, ...] = ()) -> str |
         return f'{name} must be in [{spec.low}, {spec.high}], got {value!r}'
     if name == 'box_source' and value == 'seg' and loaded_tasks and 'seg' not in loaded_tasks:
         return 'box_source=seg needs the seg head; load seg or use box_source=full'
+    if name == 'box_source' and value == 'detections' and not available('vision_msgs'):
+        return ('box_source=detections needs vision_msgs (Detection2DArray): install '
+                'ros-$ROS_DISTRO-vision-msgs')
     try:
         if name == 'force_outputs':
             parse_outputs(value)

@@ -77,6 +77,12 @@ class PeopleWorld:
         """Return the REP-155 publisher, once ``hri`` was on for a frame."""
         return self._hri
 
+    def demand(self) -> tuple[bool, bool]:
+        """Tell whether these outputs want tracked people now, and whether they want 3D."""
+        opts = self.options
+        tf = opts.publish_tf and self._tf is not None and self._tf.get_subscription_count() > 0
+        return tf or (opts.hri and HRI_MSGS_ERROR is None), tf
+
     def publish_label_info(self, header: Header) -> None:
         """Publish the latched ``seg/label_info`` (``vision_msgs/LabelInfo``), if built."""
         if self._label_info is not None:

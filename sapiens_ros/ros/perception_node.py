@@ -41,11 +41,13 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_defau
                        QoSProfile, ReliabilityPolicy)
 
 from .camera import CameraChannel
-from .depth_input import ThreadLogForwarder
 from .diagnostics import BatchStats, statuses
 from .messages import MessageOptions, TASK_OUTPUTS
 from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras,
                           parse_outputs, validate)
+from .optional_msgs import available, missing_packages
+from .pairing import ThreadLogForwarder
+from .people_world import PeopleWorld, WorldOptions
 from .runtime import FrameSlots
 from .spin import run_node, STOP_TIMEOUT_S
 from .worker import StepSettings, StepWorker
@@ -56,6 +58,7 @@ from ..core.people import PeopleConfig
 from ..core.pipeline import Pipeline, PipelineConfig
 from ..core.registry import parse_tasks, PERCEPTION_TASKS
 from ..core.scheduler import Camera, Scheduler
+from ..core.tracking import IdAllocator
 
 #: Message options the node forwards from its parameters (parameter: option).
 _MESSAGE_OPTIONS = {'score_threshold': 'score_threshold', 'overlay_alpha': 'overlay_alpha',
@@ -66,12 +69,24 @@ _MESSAGE_OPTIONS = {'score_threshold': 'score_threshold', 'overlay_alpha': 'over
 _PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
                     'pointmap_stride', 'foreground_only')
 
+#: People-in-the-world options the node forwards (applied from the next frame).
+_WORLD_OPTIONS = ('publish_tf', 'tf_joints', 'hri')
+
+
+def pipeline_box_source(box_source: str, tasks: tuple[str, ...]) -> str:
+    """The pipeline's own box source: a detector's boxes fall back to seg (else full)."""
+    if box_source == 'detections':
+        return 'seg' if 'seg' in tasks else 'full'
+    return box_source
+
 
 def build_pipeline(tasks: tuple[str, ...], params: dict, progress: bool = False) -> Pipeline:
     """Load (or, with ``random_weights``, build tiny random) models per the node parameters."""
+    settings = {k: params[k] for k in _PIPELINE_PARAMS}
+    settings['box_source'] = pipeline_box_source(params['box_source'], tasks)
     config = PipelineConfig(input_size=parse_size(params['input_size']),
                             input_sizes=parse_task_sizes(params['input_sizes'], tasks),
-                            **{k: params[k] for k in _PIPELINE_PARAMS})
+                            **settings)
     if params['cpu_threads'] > 0:
         import torch
 
@@ -117,6 +132,8 @@ class PerceptionNode(LifecycleNode):
         self.batches = BatchStats()
         self.loads = 0  # times configure loaded the models
         self.worker: StepWorker | None = None
+        self.world: PeopleWorld | None = None  # body frames on /tf, REP-155 bodies
+        self._world_options = WorldOptions()
         self._lock = threading.Lock()  # guards the pipeline config, options and rates
         self._input_group = MutuallyExclusiveCallbackGroup()
         self._options = MessageOptions()
@@ -213,6 +230,10 @@ class PerceptionNode(LifecycleNode):
                     reason = (f'max_pixels can be lowered at run time, not raised above its '
                               f'start value {self.max_pixels_limit} (restart the node with a '
                               f'larger value)')
+                elif p.name == 'box_source' and p.value == 'detections' and active and \
+                        not self._param('box_source') == 'detections':
+                    reason = ('box_source detections subscribes <camera>/detections at '
+                              'activate: deactivate, set it, activate')
             elif spec is None and '.rates.' in p.name:
                 value = p.value
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or \
@@ -232,6 +253,14 @@ class PerceptionNode(LifecycleNode):
             self._apply_people(values)
             if 'force_outputs' in values:
                 self._forced = parse_outputs(values['force_outputs'])
+            for name in _WORLD_OPTIONS:
+                if name in values:
+                    setattr(self._world_options, name, values[name])
+            if 'keypoint_format' in values:
+                self._options.keypoint_format = values['keypoint_format']
+                if self.worker is not None and self.worker.running:  # latched: say it again
+                    for channel in self.cameras.values():
+                        channel.publish_info(self.tasks, values['keypoint_format'])
             if any('rates.' in name for name in values):
                 self._rates_changed = True
             self._pending.update({k: v for k, v in values.items() if k in _PIPELINE_PARAMS})
@@ -247,6 +276,8 @@ class PerceptionNode(LifecycleNode):
             cfg.tracking = values['tracking']
         if 'track_max_age' in values:
             cfg.tracker.max_age = values['track_max_age']
+        if 'xyz_min_score' in values:
+            cfg.min_score = values['xyz_min_score']
         if 'one_euro_min_cutoff' in values:
             cfg.keypoint_filter.min_cutoff = cfg.xyz_filter.min_cutoff = \
                 values['one_euro_min_cutoff']
@@ -266,6 +297,8 @@ class PerceptionNode(LifecycleNode):
         """Apply the runtime changes made since the last step; return what the next one uses."""
         with self._lock:  # short: changes land between steps, never wait for one
             for name, value in self._pending.items():
+                if name == 'box_source':
+                    value = pipeline_box_source(value, self.pipeline.tasks)
                 setattr(self.pipeline.config, name, value)
                 if name == 'foreground_only':
                     self.scheduler.foreground_only = value
@@ -301,9 +334,12 @@ class PerceptionNode(LifecycleNode):
             self.scheduler = Scheduler(self.pipeline, foreground_only=self._param(
                 'foreground_only'), on_batch=self.batches)
             track = 'pose' in self.pipeline.tasks
+            ids = IdAllocator(self._param('track_id_start'))  # one id space for every camera
             self.cameras = {name: CameraChannel(
-                self, name, Camera(name, self._camera_rates(name), self._people_config, track),
-                self.slots, self._param) for name in names}
+                self, name, Camera(name, self._camera_rates(name), self._people_config, track,
+                                   ids), self.slots, self._param) for name in names}
+            if track:
+                self.world = PeopleWorld(self, self._world_options)
             self._rates_changed = False
             self._log_forwarder.attach()
             sizes = ', '.join(f'{t} {format_size(self.pipeline.config.size_of(t))}'
@@ -344,11 +380,12 @@ class PerceptionNode(LifecycleNode):
                        'reliable' else ReliabilityPolicy.BEST_EFFORT)
         in_qos = QoSProfile(depth=self._param('input_depth'), reliability=reliability,
                             history=HistoryPolicy.KEEP_LAST)
+        detections = self._param('box_source') == 'detections' and available('vision_msgs')
         for channel in self.cameras.values():
-            channel.publish_info(self.tasks)
-            channel.subscribe(in_qos, self._input_group)
+            channel.publish_info(self.tasks, self._param('keypoint_format'))
+            channel.subscribe(in_qos, self._input_group, detections)
         self.worker = StepWorker(self, self.scheduler, self.cameras, self.slots,
-                                 self.step_settings)
+                                 self.step_settings, self.world)
         self.worker.start()
         self.get_logger().info('active: listening on ' + ', '.join(
             c.describe_input() for c in self.cameras.values()))
@@ -364,6 +401,8 @@ class PerceptionNode(LifecycleNode):
         """
         for channel in self.cameras.values():
             channel.unsubscribe()
+            if self.world is not None:
+                self.world.forget(channel.name)  # its REP-155 bodies end
         stopped = True
         if self.worker is not None:
             stopped = self.worker.stop(timeout)
@@ -401,6 +440,9 @@ class PerceptionNode(LifecycleNode):
     def _release(self) -> None:
         for channel in self.cameras.values():
             channel.destroy_publishers()
+        if self.world is not None:
+            self.world.close()
+            self.world = None
         device = self.pipeline.device if self.pipeline is not None else None
         self.pipeline = self.scheduler = None
         self._log_forwarder.detach()
@@ -430,6 +472,7 @@ class PerceptionNode(LifecycleNode):
             'cameras': ','.join(n or '(node namespace)' for n in self.cameras),
             'steps': self.scheduler.steps if self.scheduler else 0,
             'not_configured_reason': self.not_configured_reason,
+            'not_published': ' | '.join(missing_packages().values()),
         }
         if self.pipeline is not None:
             for t, r in self.pipeline.runners.items():

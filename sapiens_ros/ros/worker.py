@@ -39,6 +39,7 @@ import rclpy
 
 from .camera import CameraChannel, Decoded
 from .messages import build_messages, MessageOptions
+from .people_world import PeopleWorld
 from .runtime import FrameSlots
 from ..core.scheduler import FrameOutcome, Scheduler
 
@@ -73,8 +74,10 @@ class StepWorker:
     """Runs the inference and publish threads of a node over its cameras."""
 
     def __init__(self, node, scheduler: Scheduler, channels: dict[str, CameraChannel],
-                 slots: FrameSlots, settings: Callable[[], StepSettings]) -> None:
+                 slots: FrameSlots, settings: Callable[[], StepSettings],
+                 world: PeopleWorld | None = None) -> None:
         self.node = node
+        self.world = world
         self.scheduler = scheduler
         self.channels = channels
         self.slots = slots
@@ -162,10 +165,12 @@ class StepWorker:
     def step(self, taken: list, settings: StepSettings) -> list[Job]:
         """Decode the taken frames and run one scheduler step; return the jobs to publish."""
         loaded = self.scheduler.pipeline.tasks
+        world = self.world.demand() if self.world is not None else (False, False)
         requests, channels = [], []
         for name, arrival in taken:
             channel = self.channels[name]
-            request = channel.request(arrival, loaded, settings.forced, settings.options)
+            request = channel.request(arrival, loaded, settings.forced, settings.options,
+                                      self.scheduler.pipeline.config.max_persons, world)
             if request is not None:
                 requests.append(request)
                 channels.append(channel)
@@ -215,9 +220,14 @@ class StepWorker:
                           decoded.render.keys() - set(result.rendered))  # not rendered
         image = decoded.frame.rgb() if wants_image else None
         header = decoded.arrival.msg.header
-        msgs = build_messages(header, result, decoded.options, image, outcome.people)
+        msgs = build_messages(header, result, decoded.options, image, outcome.people,
+                              decoded.intrinsics)
         for suffix, out in msgs.items():
             job.channel.pubs[suffix].publish(out)
+        world = self.world
+        if world is not None and outcome.people is not None and result.pose is not None:
+            rgb = decoded.frame.rgb() if world.options.hri else None  # for /cropped only
+            world.publish(job.channel.name, header, result, outcome.people, rgb)
         latency = None
         if _stamp_ns(header.stamp) > 0:
             latency = (self.node.get_clock().now().nanoseconds - _stamp_ns(header.stamp)) / 1e6
