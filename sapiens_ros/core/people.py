@@ -166,8 +166,8 @@ class PeopleState:
         return People(stamp, ids, pose.keypoints, smoothed, pose.scores, xyz, xyz_raw, source,
                       position, orientation, valid, scale, metric, tracks)
 
-    def predict_boxes(self, stamp: float, image_size: tuple[int, int] | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+    def predict_boxes(self, stamp: float, image_size: tuple[int, int] | None = None,
+                      current: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """
         Boxes where the live tracks are expected at ``stamp``: ``(ids (N,), boxes (N, 4))``.
 
@@ -177,7 +177,7 @@ class PeopleState:
         """
         if not self.config.tracking:
             return np.zeros(0, np.int64), np.zeros((0, 4), np.float32)
-        return self.tracker.predict_boxes(stamp, image_size)
+        return self.tracker.predict_boxes(stamp, image_size, current)
 
     def _fit_scale(self, result: FrameResult, depth_m: torch.Tensor | None,
                    stamp: float) -> float | None:

@@ -38,7 +38,10 @@ from .people import People, PeopleConfig, PeopleState
 from .pipeline import FrameResult, Pipeline
 from .plan import plan_tasks, TaskPlan
 from .render import RenderRequest
-from .tracking import IdAllocator
+from .tracking import box_iou, IdAllocator
+
+#: Predicted boxes overlapping more than this are one person (a lost and a new track of them).
+DUPLICATE_IOU = 0.7
 
 
 class Camera:
@@ -119,7 +122,7 @@ class Scheduler:
         boxes, origin = request.boxes, 'detections' if request.boxes is not None else ''
         if boxes is None and 'pose' in request.wanted and box_source == 'seg' and \
                 'seg' in loaded and not due('seg') and cam.people is not None:
-            _, predicted = cam.people.predict_boxes(stamp)
+            predicted = self._tracked_boxes(cam.people, stamp, request.pixels.shape[:2])
             if len(predicted):
                 boxes, origin = predicted, 'tracker'
         plan = plan_tasks(request.wanted, loaded, due=due, box_source=box_source,
@@ -130,6 +133,24 @@ class Scheduler:
         elif not origin:
             origin = plan.boxes
         return plan, boxes, origin
+
+    def _tracked_boxes(self, people: PeopleState, stamp: float,
+                       size: tuple[int, int]) -> np.ndarray:
+        """
+        Boxes of the people the tracker still sees, for pose between seg frames.
+
+        Only tracks the last frame matched (a person lost waits for seg to find them again),
+        one box per person (predictions overlapping more than :data:`DUPLICATE_IOU` merge into
+        the first), at most ``max_persons``.
+        """
+        _, boxes = people.predict_boxes(stamp, size, current=True)
+        keep: list[int] = []
+        if len(boxes):
+            iou = box_iou(boxes, boxes)
+            for i in range(len(boxes)):
+                if all(iou[i, j] <= DUPLICATE_IOU for j in keep):
+                    keep.append(i)
+        return boxes[keep[:self.pipeline.config.max_persons]]
 
     def batchable(self, requests: Sequence[FrameRequest]) -> int:
         """

@@ -320,8 +320,8 @@ class PersonTracker:
                 | ((box[:, 1] <= margin - 0.5) & (vel[:, 1] < 0))
                 | ((box[:, 3] >= h - 0.5 - margin) & (vel[:, 1] > 0)))
 
-    def predict_boxes(self, stamp: float,
-                      image_size: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def predict_boxes(self, stamp: float, image_size: tuple[int, int] | None = None,
+                      current: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """
         Where the live tracks are expected at ``stamp``: ``(ids (N,), boxes (N, 4) xyxy)``.
 
@@ -329,11 +329,16 @@ class PersonTracker:
         keypoints scored at least ``keypoint_score`` then (``predict_min_keypoints`` of them),
         enlarged by ``predict_margin``, else the last box; its size follows the box's size
         velocity. With ``image_size`` ``(height, width)`` boxes are clipped to the image and
-        those left empty dropped. Tracks older than ``max_age`` at ``stamp`` are left out.
+        those left empty dropped. Tracks older than ``max_age`` at ``stamp`` are left out; with
+        ``current``, every track not matched by the last update too (running pose between seg
+        frames only on the people it still sees; the others keep their ids until seg finds
+        them again).
         """
         cfg = self.config
         dt = np.maximum(float(stamp) - self._seen, 0.0)
         live = dt <= cfg.max_age
+        if current:
+            live &= self._seen == self._last_stamp
         pred = self._predicted(dt)[live]
         base = self._kp_box[live]
         has_kp = np.isfinite(base).all(1)
