@@ -193,6 +193,13 @@ def test_bad_or_missing_depth_counted_colour_still_processed(graph):
     bad_depth('depth_encoding', lambda h: image_msg(h, np.zeros((80, 80, 3), np.uint8), 'rgb8'))
     bad_depth('depth', lambda h: _truncated(depth_image(h)))
     assert 'depth' in _diag(node)['last_error']
+    # A depth image with no valid pixel (a sensor fault) is counted, not used.
+    for fill, encoding in ((0, '16UC1'), (np.nan, '32FC1'), (np.inf, '32FC1'), (-1.0, '32FC1')):
+        dtype = np.uint16 if encoding == '16UC1' else np.float32
+        bad_depth('depth_invalid', lambda h, f=fill, e=encoding, t=dtype: image_msg(
+            h, np.full((80, 80), f, t), e))
+        assert not np.isfinite(_cloud(kps[-1])['z']).any()  # no depth used: no 3D
+    assert 'hold a depth' in _diag(node)['last_error']
     # Depth stops: after depth_timeout the colour frames go on without it, counted.
     count, published = node.stats.bad_inputs['depth_missing'], len(kps)
     assert camera.pump(lambda: node.stats.bad_inputs['depth_missing'] > count and

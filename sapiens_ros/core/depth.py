@@ -52,6 +52,14 @@ def depth_to_metres(depth: np.ndarray | torch.Tensor, encoding: str,
     return metres.masked_fill_(~(metres > 0) | metres.isinf(), math.nan)  # NaN > 0 is False
 
 
+def valid_fraction(depth: np.ndarray) -> float:
+    """Fraction of the pixels of a decoded depth image that hold a depth (finite, > 0)."""
+    valid = depth > 0  # NaN > 0 is False
+    if depth.dtype.kind == 'f':
+        valid &= depth < np.inf
+    return float(np.count_nonzero(valid)) / max(depth.size, 1)
+
+
 def decode_depth(encoding: str, height: int, width: int, step: int, data,
                  is_bigendian: bool = False) -> np.ndarray:
     """

@@ -43,7 +43,7 @@ from .people_world import LATCHED_QOS
 from .runtime import FrameSlots, NodeStats, Throttle
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
-from ..core.depth import decode_depth
+from ..core.depth import decode_depth, valid_fraction
 from ..core.detections import person_boxes
 from ..core.errors import FrameError
 from ..core.image_codec import decode_message, Frame
@@ -53,6 +53,9 @@ from ..core.scheduler import Camera, FrameRequest
 
 #: Which task produces each output, the optional ones (their packages may be missing) too.
 _OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
+
+#: Fewer valid depth pixels than this fraction: the depth image is counted as invalid, not used.
+MIN_VALID_DEPTH = 0.01
 
 #: Detector boxes rejected as broken (counted as a bad input); ``class`` and ``score`` are
 #: filtering, only counted.
@@ -263,6 +266,12 @@ class CameraChannel:
         except FrameError as exc:
             kind = 'depth_encoding' if 'encoding' in str(exc) else 'depth'
             self.bad(kind, str(exc), consequence)
+            return {}
+        valid = valid_fraction(array)
+        if valid < MIN_VALID_DEPTH:  # all NaN, inf, zero or negative: a sensor fault
+            self.bad('depth_invalid', f'only {100 * valid:.2f} % of the depth pixels hold a '
+                     f'depth (finite, > 0; at least {100 * MIN_VALID_DEPTH:g} % needed)',
+                     consequence)
             return {}
         return {'depth': array, 'K': k, 'depth_encoding': depth.encoding}
 
