@@ -449,6 +449,11 @@ class PerceptionNode(LifecycleNode):
         gc.collect()
         _free_device_memory(None, device)
 
+    def begin_shutdown(self) -> None:
+        """Stop taking frames and publishing at once (the process is stopping; joins nothing)."""
+        if self.worker is not None:
+            self.worker.begin_stop()
+
     def shutdown_worker(self, timeout: float | None = None) -> bool:
         """Stop taking frames and publishing within ``timeout`` s (before destroying the node)."""
         return self._stop(timeout)

@@ -107,6 +107,11 @@ class StepWorker:
         for thread in self.threads:
             thread.start()
 
+    def begin_stop(self) -> None:
+        """Take no new frame and publish nothing from now on; return at once (joins nothing)."""
+        self._running.clear()
+        self.slots.clear()
+
     def stop(self, timeout: float | None = None) -> bool:
         """
         Stop both threads; return False when one had to be abandoned.
@@ -116,8 +121,7 @@ class StepWorker:
         interrupted, and its result would be stale), and the publish thread gets ``timeout``
         seconds to finish the message it is writing.
         """
-        self._running.clear()
-        self.slots.clear()
+        self.begin_stop()
         stopped = True
         deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self.threads:
