@@ -25,6 +25,22 @@ ALL_TASKS = ('pose', 'seg', 'normal', 'pointmap')
 _ROOT: Path | None = None
 
 
+#: Python that hides the optional message packages from import (they are installed here), as on
+#: a ROS install without them; a script starts with it.
+HIDE_OPTIONAL_PACKAGES = """
+import sys
+
+
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('vision_msgs', 'tf2_msgs', 'hri_msgs'):
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+
+
+sys.meta_path.insert(0, Hide())
+"""
+
+
 def tiny_model_dir() -> Path:
     """
     Directory with one tiny random checkpoint per perception task (built once a session).

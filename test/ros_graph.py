@@ -26,6 +26,17 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_fixtures import session_domain_id, TEST_INPUT_SIZE, tiny_model_dir
 
 
+def cloud_array(msg):
+    """Return a ``PointCloud2``'s points as a structured ``(height, width)`` array (a view)."""
+    import numpy as np
+
+    kinds = {7: '<f4', 5: '<i4', 6: '<u4'}
+    dtype = np.dtype({'names': [f.name for f in msg.fields],
+                      'formats': [kinds[f.datatype] for f in msg.fields],
+                      'offsets': [f.offset for f in msg.fields], 'itemsize': msg.point_step})
+    return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
+
+
 def qos(reliable: bool = True, depth: int = 10, latched: bool = False) -> QoSProfile:
     """Build a QoS profile for test publishers and subscribers."""
     return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE if reliable

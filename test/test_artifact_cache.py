@@ -55,6 +55,16 @@ def checkpoint(tmp_path):
     return path
 
 
+def _runner_logged(checkpoint, cache):
+    """Build the runner; return it and the backends' log lines meanwhile."""
+    lines = _LogLines()
+    logging.getLogger('sapiens_ros.backends').addHandler(lines)
+    try:
+        return _runner(checkpoint, cache), lines
+    finally:
+        logging.getLogger('sapiens_ros.backends').removeHandler(lines)
+
+
 def _runner(checkpoint, cache):
     return make_runner('seg', 'onnxruntime', str(checkpoint), input_size=SIZE, batch=(1, 1, 2),
                        cache_dir=cache)
@@ -90,12 +100,7 @@ def test_damaged_graph_is_rebuilt_never_loaded(checkpoint, tmp_path, damage):
     else:
         sidecar_of(graph).unlink()
     damaged = graph.stat().st_ino
-    lines = _LogLines()
-    logging.getLogger('sapiens_ros.backends').addHandler(lines)
-    try:
-        runner = _runner(checkpoint, cache)
-    finally:
-        logging.getLogger('sapiens_ros.backends').removeHandler(lines)
+    runner, lines = _runner_logged(checkpoint, cache)
     assert graph.stat().st_ino != damaged  # a new file was exported and renamed into place
     assert torch.equal(_run(runner), reference)  # the rebuilt graph, not the damaged one
     assert _graph(cache) == graph and sidecar_of(graph).is_file()
@@ -194,12 +199,7 @@ def test_bytes_changed_with_size_and_mtime_kept_are_rebuilt(checkpoint, tmp_path
     size = graph.stat().st_size
     _overwrite_keeping_mtime(graph, size // 2 if where == 'weights' else 8, 256)
     damaged = graph.stat().st_ino
-    lines = _LogLines()
-    logging.getLogger('sapiens_ros.backends').addHandler(lines)
-    try:
-        runner = _runner(checkpoint, cache)
-    finally:
-        logging.getLogger('sapiens_ros.backends').removeHandler(lines)
+    runner, lines = _runner_logged(checkpoint, cache)
     assert graph.stat().st_ino != damaged, lines.lines  # exported again, never loaded
     assert torch.equal(_run(runner), reference)
     assert any('cached ONNX graph unusable' in line and 'bytes changed' in line

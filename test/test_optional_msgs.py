@@ -24,18 +24,14 @@ import pytest
 
 pytest.importorskip('sensor_msgs.msg')
 
+from ros_fixtures import HIDE_OPTIONAL_PACKAGES  # noqa: E402, I100
+
 #: Runs in a fresh interpreter where the optional packages cannot be imported, as on a ROS
 #: install without them (they are installed in this venv, so they are hidden, not removed).
-SCRIPT = textwrap.dedent("""
-    import json, sys
+SCRIPT = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
+    import json
     import numpy as np
 
-    class Hide:
-        def find_spec(self, name, path=None, target=None):
-            if name.split('.')[0] in ('vision_msgs', 'tf2_msgs', 'hri_msgs'):
-                raise ModuleNotFoundError(f'No module named {name!r}', name=name)
-
-    sys.meta_path.insert(0, Hide())
     from sapiens_ros.core.heads.pose import PoseResult
     from sapiens_ros.core.people import PeopleState
     from sapiens_ros.core.pipeline import FrameResult

@@ -23,6 +23,7 @@ import pytest
 pytest.importorskip('sensor_msgs.msg')
 
 from ros_fixtures import tiny_pipeline  # noqa: E402
+from ros_graph import cloud_array  # noqa: E402
 from sapiens_ros.core.people import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
 from skimage import data as skdata  # noqa: E402
@@ -43,14 +44,6 @@ def _header():
     header.stamp.sec, header.stamp.nanosec = 12, 345
     return header
 
-
-def _cloud(msg):
-    names = [f.name for f in msg.fields]
-    formats = ['<f4' if f.datatype == 7 else '<i4' if f.datatype == 5 else '<u4'
-               for f in msg.fields]
-    dtype = np.dtype({'names': names, 'formats': formats,
-                      'offsets': [f.offset for f in msg.fields], 'itemsize': msg.point_step})
-    return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
 
 
 def test_every_output_and_header(frame):
@@ -85,12 +78,12 @@ def test_keypoints_and_persons(frame):
     kp = msgs['pose/keypoints']
     assert (kp.height, kp.width, kp.point_step) == (len(result.pose), 308, 28)
     assert [f.name for f in kp.fields] == ['u', 'v', 'score', 'x', 'y', 'z', 'id']
-    cloud = _cloud(kp)
+    cloud = cloud_array(kp)
     np.testing.assert_allclose(cloud['u'], result.pose.keypoints[..., 0])
     np.testing.assert_allclose(cloud['score'], result.pose.scores)
     np.testing.assert_allclose(cloud['z'], result.keypoints_xyz[..., 2])
     assert (cloud['id'] == -1).all()  # no people: untracked
-    persons = _cloud(msgs['pose/persons'])
+    persons = cloud_array(msgs['pose/persons'])
     np.testing.assert_allclose(persons['x_max'][0], result.pose.boxes[:, 2])
     assert [f.name for f in msgs['pose/persons'].fields][-1] == 'id'
 
@@ -108,7 +101,7 @@ def test_images_and_pointcloud(frame):
     np.testing.assert_array_equal(
         np.frombuffer(normal.data, np.float32).reshape(image.shape), result.normal.normals)
     assert msgs['normal/overlay'].encoding == 'rgb8'
-    points = _cloud(msgs['pointmap/points'])
+    points = cloud_array(msgs['pointmap/points'])
     assert [f.name for f in msgs['pointmap/points'].fields] == ['x', 'y', 'z', 'rgb', 'label']
     np.testing.assert_array_equal(points['x'][0], result.pointmap.points[:, 0])
     rgb = points['rgb'][0].view(np.uint32)
@@ -178,13 +171,13 @@ def test_people_ids_markers_and_smoothing_selection(frame):
     assert sorted(people.ids.tolist()) == [1, 2]
     msgs = M.build_messages(_header(), noisy, M.MessageOptions(score_threshold=-1.0), None,
                             people)
-    kp = _cloud(msgs['pose/keypoints'])
+    kp = cloud_array(msgs['pose/keypoints'])
     assert (kp['id'] == people.ids[:, None]).all()
     np.testing.assert_array_equal(kp['u'], noisy.pose.keypoints[..., 0])  # raw by default
-    assert (_cloud(msgs['pose/persons'])['id'][0] == people.ids).all()
+    assert (cloud_array(msgs['pose/persons'])['id'][0] == people.ids).all()
     smooth = M.build_messages(_header(), noisy, M.MessageOptions(smooth_keypoints=True), None,
                               people)
-    kp_smooth = _cloud(smooth['pose/keypoints'])
+    kp_smooth = cloud_array(smooth['pose/keypoints'])
     np.testing.assert_array_equal(kp_smooth['u'], people.smoothed[..., 0])
     still = result.pose.keypoints[..., 0]
     assert np.abs(kp_smooth['u'] - still).mean() < np.abs(kp['u'] - still).mean()
@@ -225,14 +218,14 @@ def test_people_poses_from_depth_and_scaled_pointmap(frame):
                                people.torso_position[0, :2], rtol=1e-5)
     q = poses[0].orientation
     assert np.linalg.norm([q.x, q.y, q.z, q.w]) == pytest.approx(1.0, abs=1e-4)
-    kp = _cloud(msgs['pose/keypoints'])
+    kp = cloud_array(msgs['pose/keypoints'])
     finite = np.isfinite(kp['z'])
     assert finite.any() and np.allclose(kp['z'][finite], 2.0, atol=1e-3)
     d = np.frombuffer(msgs['pointmap/depth'].data, np.float32)
     d = d[np.isfinite(d) & (d > 0)]
     assert np.median(d) == pytest.approx(2.0, rel=0.02)
     assert people.pointmap_scale is not None
-    points = _cloud(msgs['pointmap/points'])
+    points = cloud_array(msgs['pointmap/points'])
     np.testing.assert_allclose(points['z'][0], result.pointmap.points[:, 2] *
                                np.float32(people.pointmap_scale), rtol=1e-6)
 
@@ -244,11 +237,11 @@ def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
 
     _, result = frame
     people = PeopleState().update(result, 1.0)
-    full = _cloud(M.build_messages(_header(), result, M.MessageOptions(), None,
+    full = cloud_array(M.build_messages(_header(), result, M.MessageOptions(), None,
                                    people)['pose/keypoints'])
     opts = M.MessageOptions(keypoint_format=name, score_threshold=-1.0)
     msgs = M.build_messages(_header(), result, opts, None, people)
-    cloud = _cloud(msgs['pose/keypoints'])
+    cloud = cloud_array(msgs['pose/keypoints'])
     fmt = keypoint_format(name)
     assert cloud.shape == (len(people), len(fmt.names))
     names = list(M.keypoint_format().names)

@@ -25,7 +25,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402, I100
-from ros_graph import qos  # noqa: E402
+from ros_graph import cloud_array, qos  # noqa: E402
 from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image  # noqa: E402
@@ -53,12 +53,6 @@ def _pump(graph, pub, make, done, timeout=20.0, period=0.15) -> bool:
             return True
     return False
 
-
-def _cloud(msg):
-    formats = ['<f4' if f.datatype == 7 else '<u4' for f in msg.fields]
-    dtype = np.dtype({'names': [f.name for f in msg.fields], 'formats': formats,
-                      'offsets': [f.offset for f in msg.fields], 'itemsize': msg.point_step})
-    return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
 
 
 def _diag(node) -> dict:
@@ -385,7 +379,7 @@ def test_keypoints_3d_sample_the_pointmap(graph):
     stamp = kps[0].header.stamp
     match = [d for d in depth if d.header.stamp == stamp]
     assert match, 'keypoints and depth come from the same frame'
-    cloud = _cloud(kps[0])[0]
+    cloud = cloud_array(kps[0])[0]
     z = np.frombuffer(match[0].data, np.float32).reshape(match[0].height, match[0].width)
     inside = (cloud['u'] >= 1) & (cloud['u'] < 158) & (cloud['v'] >= 1) & (cloud['v'] < 158)
     assert inside.sum() > 10 and np.isfinite(cloud['z'][inside]).all()

@@ -28,7 +28,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from ros_graph import qos  # noqa: E402, I100
+from ros_graph import cloud_array, qos  # noqa: E402, I100
 from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
@@ -59,13 +59,6 @@ def _header(stamp) -> Header:
     header.stamp = stamp
     return header
 
-
-def _cloud(msg):
-    formats = ['<f4' if f.datatype == 7 else '<i4' if f.datatype == 5 else '<u4'
-               for f in msg.fields]
-    dtype = np.dtype({'names': [f.name for f in msg.fields], 'formats': formats,
-                      'offsets': [f.offset for f in msg.fields], 'itemsize': msg.point_step})
-    return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
 
 
 def _diag(node) -> dict:
@@ -128,7 +121,7 @@ def test_depth_plane_gives_metric_keypoints_and_pointmap(graph, encoding):
     assert camera.pump(lambda: any(_same_stamp(depth_out, k.header.stamp) for k in kps[1:])
                        and poses)
     kp = next(k for k in kps[1:] if _same_stamp(depth_out, k.header.stamp))
-    cloud = _cloud(kp).reshape(-1)
+    cloud = cloud_array(kp).reshape(-1)
     u, v = cloud['u'].astype(np.float64), cloud['v'].astype(np.float64)
     xyz = np.stack([cloud['x'], cloud['y'], cloud['z']], -1).astype(np.float64)
     inside = (u >= 0) & (u < SIZE) & (v >= 0) & (v < SIZE)
@@ -168,9 +161,9 @@ def test_ids_stable_across_frames(graph):
         pub.publish(image_msg(_header(graph.tester.get_clock().now().to_msg()), PHOTO, 'bgr8'))
         graph.wait(lambda: False, 0.2)
     assert len(persons) >= 6
-    ids = [int(_cloud(m)['id'][0, 0]) for m in persons]
+    ids = [int(cloud_array(m)['id'][0, 0]) for m in persons]
     assert ids[0] >= 1 and set(ids) == {ids[0]}, ids
-    assert all((_cloud(m)['id'] == ids[0]).all() for m in kps)
+    assert all((cloud_array(m)['id'] == ids[0]).all() for m in kps)
     assert graph.wait(lambda: ids_out)
     assert all(json.loads(m.data)['ids'] in ([], [ids[0]]) for m in ids_out)
 
@@ -198,13 +191,13 @@ def test_bad_or_missing_depth_counted_colour_still_processed(graph):
         dtype = np.uint16 if encoding == '16UC1' else np.float32
         bad_depth('depth_invalid', lambda h, f=fill, e=encoding, t=dtype: image_msg(
             h, np.full((80, 80), f, t), e))
-        assert not np.isfinite(_cloud(kps[-1])['z']).any()  # no depth used: no 3D
+        assert not np.isfinite(cloud_array(kps[-1])['z']).any()  # no depth used: no 3D
     assert 'hold a depth' in _diag(node)['last_error']
     # Depth stops: after depth_timeout the colour frames go on without it, counted.
     count, published = node.stats.bad_inputs['depth_missing'], len(kps)
     assert camera.pump(lambda: node.stats.bad_inputs['depth_missing'] > count and
                        len(kps) > published + 1, depth=False)
-    assert not np.isfinite(_cloud(kps[-1])['z']).any()  # no depth, no pointmap: no 3D
+    assert not np.isfinite(cloud_array(kps[-1])['z']).any()  # no depth, no pointmap: no 3D
     assert int(_diag(node)['bad_input.depth_missing']) >= 1
 
 
@@ -236,7 +229,7 @@ def test_time_jump_back_resets_tracks_with_a_log_line(graph, capfd):
         for _ in range(100):
             pub.publish(image_msg(_header(stamp), PHOTO, 'bgr8'))
             if graph.wait(lambda: len(persons) > count, 0.3):
-                return int(_cloud(persons[-1])['id'][0, 0])
+                return int(cloud_array(persons[-1])['id'][0, 0])
         raise AssertionError('no output')
 
     first = send(10)
@@ -311,7 +304,7 @@ def test_sample_camera_plays_an_rgbd_bag_into_the_node(graph, tmp_path):
     assert abs(stamp_ns(infos[0].header.stamp) - graph.tester.get_clock().now().nanoseconds) \
         < 60 * 10**9
     assert infos[0].k[0] == FX and depths[0].encoding == '16UC1'
-    cloud = _cloud(kps[-1]).reshape(-1)
+    cloud = cloud_array(kps[-1]).reshape(-1)
     inside = (cloud['u'] >= 0) & (cloud['u'] < SIZE) & (cloud['v'] >= 0) & (cloud['v'] < SIZE)
     z = cloud['z'][inside]
     assert np.isfinite(z).sum() >= 20
@@ -351,7 +344,7 @@ def test_replay_gives_the_live_nodes_ids(graph, tmp_path, astronaut):
         before = len(persons)
         pub.publish(image_msg(header, pixels, 'rgb8'))
         assert graph.wait(lambda: len(persons) > before, 60.0)  # noqa: B023 - used at once
-        live.append(_cloud(persons[-1])['id'].reshape(-1).tolist())
+        live.append(cloud_array(persons[-1])['id'].reshape(-1).tolist())
         assert stamp_ns(persons[-1].header.stamp) == t
 
     bag = tmp_path / 'in'
@@ -364,7 +357,7 @@ def test_replay_gives_the_live_nodes_ids(graph, tmp_path, astronaut):
     with InputBag(tmp_path / 'out') as out:
         for conn, _, raw in out.messages():
             if conn.topic == '/sapiens/pose/persons':
-                offline.append(_cloud(out.deserialize(raw, conn.msgtype))['id']
+                offline.append(cloud_array(out.deserialize(raw, conn.msgtype))['id']
                                .reshape(-1).tolist())
     assert offline == live
     flat = [i for ids in live for i in ids]

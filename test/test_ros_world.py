@@ -34,7 +34,8 @@ vision = pytest.importorskip('vision_msgs.msg', reason='vision_msgs: run install
 tf2 = pytest.importorskip('tf2_msgs.msg', reason='tf2_msgs: run install-msgs.sh')
 hri = pytest.importorskip('hri_msgs.msg', reason='hri_msgs: run install-msgs.sh')
 
-from ros_graph import qos  # noqa: E402, I100
+from ros_fixtures import HIDE_OPTIONAL_PACKAGES  # noqa: E402, I100
+from ros_graph import cloud_array, qos  # noqa: E402
 from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
@@ -60,12 +61,6 @@ def _detection(cx, cy, w, h, cls='person', score=0.9):
     det.results.append(hyp)
     return det
 
-
-def _cloud(msg):
-    formats = ['<f4' if f.datatype == 7 else '<i4' for f in msg.fields]
-    dtype = np.dtype({'names': [f.name for f in msg.fields], 'formats': formats,
-                      'offsets': [f.offset for f in msg.fields], 'itemsize': msg.point_step})
-    return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
 
 
 def _diag(node) -> dict:
@@ -96,7 +91,7 @@ def test_detector_boxes_used_exactly_and_detections_out(graph):
         sent.append(header.stamp)
         graph.wait(lambda: persons and out, 0.3)
     assert persons and out, _diag(node)
-    cloud = _cloud(persons[0])[0]
+    cloud = cloud_array(persons[0])[0]
     boxes = np.stack([cloud[k] for k in ('x_min', 'y_min', 'x_max', 'y_max')], 1)
     np.testing.assert_allclose(boxes, [[35, 20, 85, 140], [130, 30, 160, 90]], atol=1e-4)
     np.testing.assert_allclose(cloud['score'], [0.8, 0.7], atol=1e-6)
@@ -192,15 +187,7 @@ def test_rep155_bodies_from_the_node(graph):
     assert f'/humans/bodies/{ids[0]}/roi' in topics, sorted(topics)
 
 
-NO_PACKAGES = textwrap.dedent("""
-    import sys
-
-    class Hide:
-        def find_spec(self, name, path=None, target=None):
-            if name.split('.')[0] in ('vision_msgs', 'tf2_msgs', 'hri_msgs'):
-                raise ModuleNotFoundError(f'No module named {name!r}', name=name)
-
-    sys.meta_path.insert(0, Hide())
+NO_PACKAGES = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
     from sapiens_ros.ros.perception_node import main
     main()
 """)
