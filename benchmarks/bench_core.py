@@ -35,8 +35,8 @@ import numpy as np
 from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.boxes import crop_windows
 from sapiens_ros.core.configs import random_model
-from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.core.frames import FrameBatch
+from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
 import torch
 
@@ -97,7 +97,7 @@ def main() -> None:
     from skimage import data
 
     frame = data.astronaut()
-    print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, input {w}x{h} (WxH), '
+    print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, input {w}x{h}, '
           f'frame 512x512 (astronaut), pose with {len(BOXES)} persons, median of '
           f'{args.repeat}')
     header = ('| layout | head | preprocess ms | forward ms | decode ms | to-host ms | '

@@ -52,12 +52,12 @@ import traceback
 from sapiens_ros.backends.artifact_cache import get_onnx
 from sapiens_ros.backends.artifacts import sidecar_of
 from sapiens_ros.backends.export import converted, TOLERANCES
-from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import weights_hash
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
 from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.configs import random_model
+from sapiens_ros.core.input_size import parse_size
 from sapiens_ros.core.loading import parse_dtype
 from sapiens_ros.core.registry import PERCEPTION_TASKS
 import torch

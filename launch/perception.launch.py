@@ -66,7 +66,7 @@ ARGUMENTS = (
     ('depth', '', ('aligned depth image topic (16UC1 mm / 32FC1 m): sets use_depth and remaps '
                    'the node\'s "depth" onto it (relative names resolve in each camera\'s '
                    'namespace)')),
-    ('detections', '', ('a person detector\'s vision_msgs/Detection2DArray topic: sets '
+    ('detections', '', ("a person detector's vision_msgs/Detection2DArray topic: sets "
                         'box_source detections and remaps the node\'s "detections" onto it')),
     ('keypoint_format', '', 'sapiens308, coco17 or openpose18 (default: params_file)'),
     ('publish_tf', '', 'body_<id> frames on /tf (default: true when tf2_msgs imports)'),

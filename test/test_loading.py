@@ -116,7 +116,8 @@ def test_input_size_checks():
         loading.check_input_size('pose', pose, (500, 384))
     real_pointmap = sapiens2_config('pointmap', '0.4b')
     assert loading.check_input_size('pointmap', real_pointmap, (1024, 768))
-    with pytest.raises(InputSizeError, match='scale head cannot take 384x512 .WIDTHxHEIGHT.*656x912'):
+    with pytest.raises(InputSizeError,
+                       match='scale head cannot take 384x512 .WIDTHxHEIGHT.*656x912'):
         loading.check_input_size('pointmap', real_pointmap, (512, 384))
     heights, widths = loading.scale_head_sizes(real_pointmap)
     assert (heights[0], heights[-1]) == (912, 1024)  # the 'about 912-1024 x 656-768'

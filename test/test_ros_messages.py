@@ -45,7 +45,6 @@ def _header():
     return header
 
 
-
 def test_every_output_and_header(frame):
     image, result = frame
     people = PeopleState().update(result, 12.000000345)
@@ -238,7 +237,7 @@ def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
     _, result = frame
     people = PeopleState().update(result, 1.0)
     full = cloud_array(M.build_messages(_header(), result, M.MessageOptions(), None,
-                                   people)['pose/keypoints'])
+                                        people)['pose/keypoints'])
     opts = M.MessageOptions(keypoint_format=name, score_threshold=-1.0)
     msgs = M.build_messages(_header(), result, opts, None, people)
     cloud = cloud_array(msgs['pose/keypoints'])

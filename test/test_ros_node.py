@@ -54,7 +54,6 @@ def _pump(graph, pub, make, done, timeout=20.0, period=0.15) -> bool:
     return False
 
 
-
 def _diag(node) -> dict:
     status = node.publish_diagnostics().status[0]
     return {kv.key: kv.value for kv in status.values} | {'_level': status.level}

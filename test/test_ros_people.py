@@ -60,7 +60,6 @@ def _header(stamp) -> Header:
     return header
 
 
-
 def _diag(node) -> dict:
     return {kv.key: kv.value for kv in node.publish_diagnostics().status[0].values}
 

@@ -62,7 +62,6 @@ def _detection(cx, cy, w, h, cls='person', score=0.9):
     return det
 
 
-
 def _diag(node) -> dict:
     return {kv.key: kv.value for kv in node.publish_diagnostics().status[0].values}
 

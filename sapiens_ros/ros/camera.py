@@ -286,7 +286,7 @@ class CameraChannel:
 
     def person_boxes(self, msg, size: tuple[int, int],
                      max_boxes: int) -> tuple[object, object] | tuple[None, None]:
-        """A paired detector message's person boxes and scores; counted; (None, None) if bad."""
+        """Return a paired detector message's person boxes and scores (None, None if bad)."""
         classes = [c.strip() for c in self.param('detection_classes').split(',') if c.strip()]
         try:
             found = person_boxes(detector_boxes(msg), size, classes or None,

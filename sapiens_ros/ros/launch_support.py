@@ -66,7 +66,8 @@ def parse_rates(text: str) -> dict[str, float]:
     """Parse ``rates:=seg=5,normal=2`` into ``{'rates.seg': 5.0, 'rates.normal': 2.0}``."""
     from ..core.budget import parse_rates as rates_of
 
-    return {f'rates.{task}': rate for task, rate in rates_of(text, 'launch argument rates').items()}
+    rates = rates_of(text, 'launch argument rates')
+    return {f'rates.{task}': rate for task, rate in rates.items()}
 
 
 def parameter_overrides(args: dict[str, str]) -> dict:

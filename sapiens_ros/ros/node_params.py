@@ -171,8 +171,8 @@ PARAMS: tuple[Param, ...] = (
       for t in PERCEPTION_TASKS),
     Param('max_cameras_per_step', 0, 'most cameras batched in one inference step, served '
           'round-robin (0: every camera with a new frame)', low=0, high=64),
-    Param('box_source', 'seg', 'pose person boxes: seg (the seg foreground, the tracker\'s '
-          'boxes between seg frames), full (the whole frame) or detections (a detector\'s '
+    Param('box_source', 'seg', "pose person boxes: seg (the seg foreground, the tracker's "
+          "boxes between seg frames), full (the whole frame) or detections (a detector's "
           'Detection2DArray on <camera>/detections, paired by stamp; seg, else full, when none '
           'pairs)', choices=('seg', 'full', 'detections')),
     Param('detection_classes', 'person', 'class ids of detector boxes taken as persons, '
@@ -223,7 +223,8 @@ PARAMS: tuple[Param, ...] = (
     Param('tf_joints', False, 'also joint frames (head, shoulders, elbows, wrists, hips, knees, '
           'ankles) named <joint>_<id>, children of body_<id>'),
     Param('hri', False, 'REP-155 (ROS4HRI) bodies: /humans/bodies/tracked and per body '
-          '/humans/bodies/<id>/roi, cropped, skeleton2d (global topics; ids unique across cameras)'),
+          '/humans/bodies/<id>/roi, cropped, skeleton2d (global topics; ids unique across '
+          'cameras)'),
     Param('xyz_min_score', 0.3, 'keypoints scored lower get no 3D (pose/keypoints x, y, z, '
           'people/poses, body frames): occluded ones, where depth measures the occluder',
           low=0.0, high=10.0),

@@ -74,7 +74,7 @@ _WORLD_OPTIONS = ('publish_tf', 'tf_joints', 'hri')
 
 
 def pipeline_box_source(box_source: str, tasks: tuple[str, ...]) -> str:
-    """The pipeline's own box source: a detector's boxes fall back to seg (else full)."""
+    """Return the pipeline's own box source: a detector's boxes fall back to seg (else full)."""
     if box_source == 'detections':
         return 'seg' if 'seg' in tasks else 'full'
     return box_source
