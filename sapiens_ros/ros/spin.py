@@ -12,15 +12,34 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Run one node as a program: init, spin until Ctrl-C or SIGTERM, tear down within a deadline."""
+"""
+Run one node as a program: init, spin until Ctrl-C, SIGTERM or its parent's exit, then leave fast.
+
+The stop must not depend on the CPU load: ``ros2 launch`` escalates to SIGTERM 5 s after its
+SIGINT, and a supervisor (``docker stop``, systemd) to SIGKILL. So the teardown does a bounded
+amount of work, abandons in-flight inference at once and leaves with ``os._exit``, and a watchdog
+ends the process :data:`EXIT_DEADLINE_S` after the stop began whatever is still running.
+
+What :func:`run_node` expects from a node (all optional):
+
+* ``begin_shutdown()``: called first, must return at once: take no new frame, publish nothing
+  from now on (a result in flight is dropped and counted), release no resource yet.
+* ``shutdown_worker(timeout) -> bool``: stop the worker threads within ``timeout`` seconds
+  (:data:`WORKER_GRACE_S`), abandoning a frame still in inference; False when a thread is left.
+* ``destroy_node()``: as usual (the monitor prints its summary there).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 import logging
 import os
+import select
 import signal
 import sys
+import threading
+import time
+import traceback
 
 import rclpy
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
@@ -29,11 +48,21 @@ from rclpy.node import Node
 
 from ..core.errors import SapiensError
 
-#: Seconds the teardown waits for a node's worker threads before abandoning them. ``ros2 launch``
-#: escalates to SIGTERM 5 s after its SIGINT, so the whole teardown must fit well inside that.
+#: Seconds ``sapiens-ros demo``'s own teardown waits for a node's worker threads.
 STOP_TIMEOUT_S = 2.0
+#: Seconds :func:`run_node` gives ``shutdown_worker``: enough for threads to leave their loops,
+#: not to finish an inference, whose result would be dropped anyway. A CPU inference cannot be
+#: interrupted: its thread is abandoned and the process leaves without it.
+WORKER_GRACE_S = 0.5
+#: The process exits at most this many seconds after its teardown began, whatever is still
+#: running (a model loading in a callback, a DDS call slowed by a busy CPU): inside the 5 s after
+#: which ``ros2 launch`` escalates, with room for the signal's delivery and the exit itself.
+EXIT_DEADLINE_S = 3.0
+#: Set to 1 to keep a node running when the process that started it exits (e.g. ``nohup``).
+KEEP_WITHOUT_PARENT_VAR = 'SAPIENS_ROS_KEEP_WITHOUT_PARENT'
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_log = logging.getLogger('sapiens_ros.spin')
 
 
 def ignore_stop_signals() -> dict:
@@ -69,20 +98,91 @@ def exit_now(code: int = 0) -> None:
     os._exit(code)
 
 
-def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
-             multithreaded: bool = False, stop_timeout: float = STOP_TIMEOUT_S) -> None:
-    """
-    Spin the node ``make_node()`` builds until Ctrl-C, SIGTERM or an external shutdown.
+def _say(text: str) -> None:
+    """Write one line to stderr (rosout may be gone once a signal shut the context down)."""
+    try:
+        print(f'[sapiens_ros] {text}', file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
-    The teardown ignores further stop signals, gives a node's ``shutdown_worker(timeout)`` at most
-    ``stop_timeout`` seconds, and exits with status 0. A worker still busy then (a CPU inference
-    cannot be interrupted) is abandoned: the process leaves without waiting for it.
+
+def watch_parent(parent: int | None = None) -> threading.Thread | None:
+    """
+    Stop this process, as SIGTERM does, when ``parent`` (default: its starter) exits.
+
+    ``ros2 launch`` that gets SIGTERM (``docker stop``, systemd, ``timeout``) or SIGKILL dies
+    without stopping its nodes, which would keep running under PID 1. The watch is on the parent
+    process (a pidfd, else polling ``getppid``), not its thread as ``PR_SET_PDEATHSIG`` would be:
+    a launcher whose spawning thread ends keeps its nodes. Off when :data:`KEEP_WITHOUT_PARENT_VAR`
+    is 1; returns the watching thread, or None.
+    """
+    if os.environ.get(KEEP_WITHOUT_PARENT_VAR, '') in ('1', 'true'):
+        return None
+    parent = os.getppid() if parent is None else parent
+    if parent <= 0:  # no parent in this PID namespace
+        return None
+    try:
+        pidfd = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # Python < 3.9, Linux < 5.3, or already gone
+        pidfd = None
+    thread = threading.Thread(target=_wait_for_parent, args=(parent, pidfd),
+                              name='sapiens_parent_watch', daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_for_parent(parent: int, pidfd: int | None) -> None:
+    if pidfd is not None:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.poll()  # readable once the parent has exited
+        os.close(pidfd)
+    else:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+    _say(f'the process that started this one (pid {parent}) exited: stopping')
+    os.kill(os.getpid(), signal.SIGTERM)  # rclpy's handler: the same teardown as any SIGTERM
+
+
+def arm_exit_deadline(code: int, seconds: float = EXIT_DEADLINE_S) -> threading.Event:
+    """
+    Exit with ``code`` ``seconds`` from now unless the returned event is set first.
+
+    A watchdog thread does it; SIGALRM (default action: end the process) one second later is the
+    backstop should no thread get to run.
+    """
+    done = threading.Event()
+
+    def watchdog() -> None:
+        if not done.wait(seconds):
+            _say(f'teardown still running after {seconds:.1f} s: leaving now')
+            exit_now(code)
+
+    threading.Thread(target=watchdog, name='sapiens_exit_deadline', daemon=True).start()
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, seconds + 1.0)
+    return done
+
+
+def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
+             multithreaded: bool = False, stop_timeout: float = WORKER_GRACE_S) -> None:
+    """
+    Spin the node ``make_node()`` builds until it is stopped, then exit: never returns.
+
+    Ctrl-C, SIGTERM, an external shutdown or the exit of the process that started it (see
+    :func:`watch_parent`) stop it. The teardown ignores further stop signals, calls the node's
+    ``begin_shutdown()``, gives its ``shutdown_worker(timeout)`` ``stop_timeout`` seconds,
+    destroys the node, shuts rclpy down and leaves with ``os._exit``: status 0 on a stop, 2 for
+    a bad parameter (one line), 1 with the traceback for anything else. Whatever still runs
+    :data:`EXIT_DEADLINE_S` after the stop began (an inference, a model loading in a callback)
+    is abandoned: the process leaves then.
     Uses ``rclpy.init`` with try/finally (``with rclpy.init()`` is Kilted-only).
     """
     rclpy.init(args=args)  # rclpy's handlers turn SIGINT and SIGTERM into a context shutdown
+    watch_parent()
     node = None
     executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
-    stopped, code = True, 0
+    code = 0
     try:
         node = make_node()
         executor.add_node(node)
@@ -92,18 +192,29 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     except SapiensError as exc:  # a bad parameter at start-up: one line, no traceback
         print(f'error: {exc}', file=sys.stderr, flush=True)
         code = 2
-    finally:
-        ignore_stop_signals()
+    except Exception:  # noqa: BLE001 - a bug: show it, then the same bounded teardown
+        traceback.print_exc()
+        code = 1
+    _teardown(executor, node, code, stop_timeout)
+
+
+def _teardown(executor, node: Node | None, code: int, stop_timeout: float) -> None:
+    """Stop ``node`` within :data:`EXIT_DEADLINE_S` and exit with ``code``."""
+    ignore_stop_signals()
+    arm_exit_deadline(code)
+    try:
         if node is not None:
+            begin = getattr(node, 'begin_shutdown', None)
+            if begin is not None:
+                begin()
             stop = getattr(node, 'shutdown_worker', None)
             if stop is not None:
-                stopped = stop(stop_timeout) is not False
+                stop(stop_timeout)
             executor.remove_node(node)
             node.destroy_node()
-        executor.shutdown(timeout_sec=stop_timeout)
+        executor.shutdown(timeout_sec=0)
         rclpy.try_shutdown()
-        ignore_stop_signals()  # rclpy restores the handlers it replaced at shutdown
-    if not stopped:
-        exit_now(code)
-    if code:
-        raise SystemExit(code)
+    except Exception:  # noqa: BLE001 - the process leaves anyway: say what went wrong
+        traceback.print_exc()
+    ignore_stop_signals()  # rclpy restores the handlers it replaced at shutdown
+    exit_now(code)
