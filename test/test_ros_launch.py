@@ -157,6 +157,34 @@ def test_node_stops_cleanly_with_a_slow_inference_in_flight(graph, tmp_path, how
 
 
 @pytest.mark.parametrize('how', ['ctrl-c twice', 'sigterm'])
+def test_node_publishes_nothing_once_the_stop_began(graph, how):
+    """Frames flowing, every output published: no error from a publisher torn down under it."""
+    ns = '/busy_' + how.replace(' ', '_').replace('-', '_')
+    proc = Proc(python_module('sapiens_ros.ros.perception_node', '--ros-args', '-r',
+                              f'__ns:={ns}', '-p', 'random_weights:=true', '-p',
+                              'input_size:=[256,192]', '-p', 'cpu_threads:=1', '-p',
+                              'publish_all:=true'))
+    try:
+        assert proc.wait_for('active: listening', 60.0), proc.output
+        labels = graph.collect(Image, f'{ns}/seg/labels')
+        pub = graph.publisher(Image, f'{ns}/image', qos(reliable=True, depth=1))
+        photo = bundled_photo()[::4, ::4].copy()
+        end = time.monotonic() + 30.0
+        while len(labels) < 3 and time.monotonic() < end:
+            pub.publish(_frame(graph, photo))
+            graph.wait(lambda: len(labels) >= 3, 0.05)
+        assert len(labels) >= 3, proc.output
+        for _ in range(3):  # frames in flight as the stop comes
+            pub.publish(_frame(graph, photo))
+        _assert_clean(proc, how, 'perception_node (publishing)')
+        out = proc.output
+        assert 'context is invalid' not in out and 'bad input (internal)' not in out, out
+        assert '[ERROR]' not in out, out
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize('how', ['ctrl-c twice', 'sigterm'])
 @pytest.mark.parametrize('program', ['sample_camera', 'monitor'])
 def test_demo_nodes_stop_cleanly(graph, program, how):
     ns = f'/{program}_' + how.replace(' ', '_').replace('-', '_')

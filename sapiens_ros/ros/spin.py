@@ -20,10 +20,16 @@ SIGINT, and a supervisor (``docker stop``, systemd) to SIGKILL. So the teardown 
 amount of work, abandons in-flight inference at once and leaves with ``os._exit``, and a watchdog
 ends the process :data:`EXIT_DEADLINE_S` after the stop began whatever is still running.
 
+SIGINT and SIGTERM are this module's, not rclpy's: rclpy's handlers would invalidate the context
+at once, while a node's threads may still be publishing ("publisher's context is invalid"). Here
+a signal only marks the stop; the node is told first and its threads leave, then it is destroyed
+and only then is rclpy shut down.
+
 What :func:`run_node` expects from a node (all optional):
 
-* ``begin_shutdown()``: called first, must return at once: take no new frame, publish nothing
-  from now on (a result in flight is dropped and counted), release no resource yet.
+* ``begin_shutdown()``: called first, with the context still valid; must return at once: take no
+  new frame, publish nothing from now on (a result in flight is dropped and counted), release no
+  resource yet.
 * ``shutdown_worker(timeout) -> bool``: stop the worker threads within ``timeout`` seconds
   (:data:`WORKER_GRACE_S`), abandoning a frame still in inference; False when a thread is left.
 * ``destroy_node()``: as usual (the monitor prints its summary there).
@@ -45,6 +51,7 @@ import rclpy
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
                              SingleThreadedExecutor)
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from ..core.errors import SapiensError
 
@@ -58,6 +65,9 @@ WORKER_GRACE_S = 0.5
 #: running (a model loading in a callback, a DDS call slowed by a busy CPU): inside the 5 s after
 #: which ``ros2 launch`` escalates, with room for the signal's delivery and the exit itself.
 EXIT_DEADLINE_S = 3.0
+#: Seconds between two looks at the stop flag while spinning (a signal handler cannot wake an
+#: executor that waits in C).
+SPIN_PERIOD_S = 0.1
 #: Set to 1 to keep a node running when the process that started it exits (e.g. ``nohup``).
 KEEP_WITHOUT_PARENT_VAR = 'SAPIENS_ROS_KEEP_WITHOUT_PARENT'
 
@@ -164,6 +174,32 @@ def arm_exit_deadline(code: int, seconds: float = EXIT_DEADLINE_S) -> threading.
     return done
 
 
+class StopSignals:
+    """
+    SIGINT/SIGTERM handlers that mark the stop (the spin loop sees it within SPIN_PERIOD_S).
+
+    Before the node spins (init, construction) the first signal raises KeyboardInterrupt, as
+    Python's default handler does; otherwise a signal only sets :attr:`received`.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.spinning = False
+
+    def install(self) -> None:
+        """Take SIGINT and SIGTERM (main thread only)."""
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, self)
+
+    def __call__(self, signum: int, frame) -> None:
+        """Mark the stop; interrupt a start that has not reached the spin loop yet."""
+        first = self.received is None
+        if first:
+            self.received = signum
+        if first and not self.spinning:
+            raise KeyboardInterrupt
+
+
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
              multithreaded: bool = False, stop_timeout: float = WORKER_GRACE_S) -> None:
     """
@@ -176,17 +212,19 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     a bad parameter (one line), 1 with the traceback for anything else. Whatever still runs
     :data:`EXIT_DEADLINE_S` after the stop began (an inference, a model loading in a callback)
     is abandoned: the process leaves then.
-    Uses ``rclpy.init`` with try/finally (``with rclpy.init()`` is Kilted-only).
     """
-    rclpy.init(args=args)  # rclpy's handlers turn SIGINT and SIGTERM into a context shutdown
-    watch_parent()
-    node = None
-    executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
-    code = 0
+    stop = StopSignals()
+    stop.install()
+    code, node, executor = 0, None, None
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        watch_parent()
+        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
         node = make_node()
         executor.add_node(node)
-        executor.spin()
+        stop.spinning = True
+        while stop.received is None and executor.context.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD_S)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except SapiensError as exc:  # a bad parameter at start-up: one line, no traceback
@@ -210,11 +248,12 @@ def _teardown(executor, node: Node | None, code: int, stop_timeout: float) -> No
             stop = getattr(node, 'shutdown_worker', None)
             if stop is not None:
                 stop(stop_timeout)
-            executor.remove_node(node)
+            if executor is not None:
+                executor.remove_node(node)
             node.destroy_node()
-        executor.shutdown(timeout_sec=0)
+        if executor is not None:
+            executor.shutdown(timeout_sec=0)
         rclpy.try_shutdown()
     except Exception:  # noqa: BLE001 - the process leaves anyway: say what went wrong
         traceback.print_exc()
-    ignore_stop_signals()  # rclpy restores the handlers it replaced at shutdown
     exit_now(code)
