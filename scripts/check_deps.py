@@ -19,14 +19,17 @@ The dependency sets sapiens_ros declares, and whether they resolve for another P
 
     check_deps.py floors                  # requirements.txt with setup.py's floors pinned
     check_deps.py resolve --python 3.10 --machine aarch64 [--sets setup,requirements,floors]
+    check_deps.py transformers-for-torch  # a transformers that accepts this venv's torch
 
 ``floors`` prints ``requirements.txt`` with every package that ``setup.py`` gives a floor
-(``transformers>=5.10.1``) pinned to that floor, and NumPy 1.x (a Jetson's): CI installs it into a second venv and runs the
-core tests there. ``resolve`` asks pip (``install --dry-run --python-version ...
---only-binary=:all:``) whether setup.py's ``install_requires``, ``requirements.txt`` and the
-floors resolve for that Python and machine, torch left to the platform (NVIDIA's Jetson wheel, a
-CUDA or CPU build). pip evaluates environment markers for the running interpreter, not for
-``--python-version``, so the markers are evaluated here for the target first.
+(``transformers>=5.10.1``) pinned to that floor, and NumPy 1.x (a Jetson's): CI installs it
+into a second venv and runs the core tests there. ``resolve`` asks pip (``install --dry-run
+--python-version ... --only-binary=:all:``) whether setup.py's ``install_requires``,
+``requirements.txt`` and the floors resolve for that Python and machine, torch left to the
+platform (NVIDIA's Jetson wheel, a CUDA or CPU build). pip evaluates environment markers for
+the running interpreter, not for ``--python-version``, so they are evaluated here for the target.
+``transformers-for-torch`` prints a transformers requirement when the installed one would refuse
+the installed torch (an older build kept by setup.sh, e.g. NVIDIA's JetPack wheel), else nothing.
 """
 
 from __future__ import annotations
@@ -158,6 +161,42 @@ def resolve(requirements: list[str], python: str, machine: str) -> dict[str, str
     return {i['metadata']['name']: i['metadata']['version'] for i in items}
 
 
+#: The oldest torch each transformers release accepts (``is_torch_available``; a pre-release
+#: such as NVIDIA's ``2.5.0a0+...nv24.08`` counts as older than 2.5.0, and transformers then
+#: runs without torch), newest release first. Read from the wheels of 5.10.1 to 5.24.0.
+TORCH_FLOORS = (('5.20.0', '2.6.0'), ('5.15.0', '2.5.0'), ('5.10.1', '2.4.0'))
+
+
+def torch_floor(transformers_version: str) -> str:
+    """Return the oldest torch that ``transformers_version`` accepts."""
+    from packaging.version import Version
+
+    for first, floor in TORCH_FLOORS:
+        if Version(transformers_version) >= Version(first):
+            return floor
+    return TORCH_FLOORS[-1][1]
+
+
+def transformers_for_torch(torch_version: str, transformers_version: str) -> str | None:
+    """
+    Return a transformers requirement that accepts ``torch_version``, or None when it does.
+
+    Raise SystemExit naming the problem when no transformers with Sapiens2 accepts it.
+    """
+    from packaging.version import Version
+
+    torch = Version(torch_version)
+    if torch >= Version(torch_floor(transformers_version)):
+        return None
+    newer = None  # the first release that asks for more than this torch
+    for first, floor in TORCH_FLOORS:
+        if torch >= Version(floor):
+            return f'transformers>={floors()["transformers"]},<{newer}'
+        newer = first
+    raise SystemExit(f'torch {torch_version} is older than every transformers with Sapiens2 '
+                     f'accepts (torch {TORCH_FLOORS[-1][1]}): install a newer torch')
+
+
 #: What ``resolve`` can check: label and requirement lines.
 SETS = {
     'setup': ('setup.py install_requires', install_requires),
@@ -171,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
     sub.add_parser('floors', help="requirements.txt with setup.py's floors pinned")
+    sub.add_parser('transformers-for-torch',
+                   help='a transformers requirement that accepts the installed torch, if needed')
     res = sub.add_parser('resolve', help='check that the dependencies resolve for a target')
     res.add_argument('--python', default='3.10')
     res.add_argument('--machine', default='x86_64', choices=('x86_64', 'aarch64'))
@@ -179,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == 'floors':
         print('\n'.join(floor_requirements()))
+        return 0
+    if args.command == 'transformers-for-torch':
+        from importlib.metadata import version
+
+        need = transformers_for_torch(version('torch'), version('transformers'))
+        if need:
+            print(need)
         return 0
     names = [s.strip() for s in args.sets.split(',') if s.strip()]
     for name in names:

@@ -50,6 +50,13 @@ if [ "$jetson" = 1 ] && "$VENV/bin/python" -c 'import numpy, sys; sys.exit(numpy
   constraints=(-c "$VENV/numpy1-constraint.txt")
 fi
 pip install -q -r requirements.txt -r requirements-dev.txt ${constraints[@]+"${constraints[@]}"}
+# A torch kept from the system (NVIDIA's JetPack wheel) may be older than the pinned transformers
+# accepts: transformers would then run without torch. Take the newest release that accepts it.
+older=$("$VENV/bin/python" scripts/check_deps.py transformers-for-torch)
+if [ -n "$older" ]; then
+  echo "setup: torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)') is older than the pinned transformers accepts: installing $older"
+  pip install -q "$older" ${constraints[@]+"${constraints[@]}"}
+fi
 if [ "$system_ros" = 0 ]; then
   pip install -q -r requirements-ros.txt
 fi

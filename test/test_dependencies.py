@@ -91,3 +91,32 @@ def test_marker_env_follows_the_target():
     assert env['platform_machine'] == 'aarch64'
     tags = check_deps.platform_tags('aarch64')
     assert tags[0] == 'manylinux_2_35_aarch64' and 'manylinux2014_aarch64' in tags
+
+
+def test_torch_floors_match_the_installed_transformers():
+    """The table of torch floors says what the installed transformers itself checks."""
+    import inspect
+    import re
+
+    import transformers
+    from transformers.utils import import_utils
+
+    source = inspect.getsource(import_utils.is_torch_available)
+    floor = re.search(r'version\.parse\("([0-9.]+)"\)', source).group(1)
+    assert check_deps.torch_floor(transformers.__version__) == floor
+
+
+@pytest.mark.parametrize('torch, transformers, expected', [
+    ('2.13.0+cpu', '5.23.0', None),
+    ('2.6.0', '5.20.2', None),
+    ('2.5.0a0+872d972e41.nv24.08', '5.20.2', 'transformers>=5.10.1,<5.15.0'),  # JetPack 6.1
+    ('2.5.0', '5.20.2', 'transformers>=5.10.1,<5.20.0'),
+    ('2.4.1', '5.20.2', 'transformers>=5.10.1,<5.15.0'),
+])
+def test_a_transformers_for_an_older_torch(torch, transformers, expected):
+    assert check_deps.transformers_for_torch(torch, transformers) == expected
+
+
+def test_a_torch_older_than_every_sapiens2_transformers_is_refused():
+    with pytest.raises(SystemExit, match='torch 2.3.0 is older'):
+        check_deps.transformers_for_torch('2.3.0', '5.20.2')
