@@ -82,8 +82,8 @@ def test_shipped_profile_carries_1024x768_frames_between_hosts(tmp_path):
     with HostPair(tag, os.getpid() % 250) as hosts:
         for name in ('rmem_max', 'wmem_max'):
             if _sysctl(hosts, name) < BUFFER:
-                pytest.skip(f'net.core.{name} is {_sysctl(hosts, name)}, below the profile\'s '
-                            f'{BUFFER} bytes: raise it as docs/install.md says to measure this')
+                pytest.skip(f'net.core.{name} is {_sysctl(hosts, name)}, below the {BUFFER} bytes '
+                            'the profile asks for: raise it as docs/install.md says')
         errors = udp_rcvbuf_errors(hosts.names[1])
         got = _stream(hosts, tmp_path, PROFILE)
         errors = udp_rcvbuf_errors(hosts.names[1]) - errors
