@@ -233,27 +233,36 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     except Exception:  # noqa: BLE001 - a bug: show it, then the same bounded teardown
         traceback.print_exc()
         code = 1
-    _teardown(executor, node, code, stop_timeout)
+    finish(executor, [] if node is None else [node], code, stop_timeout=stop_timeout)
 
 
-def _teardown(executor, node: Node | None, code: int, stop_timeout: float) -> None:
-    """Stop ``node`` within :data:`EXIT_DEADLINE_S` and exit with ``code``."""
+def finish(executor, nodes: list[Node], code: int = 0, *, context=None,
+           stop_timeout: float = WORKER_GRACE_S) -> None:
+    """
+    Stop ``nodes`` and exit with ``code`` within :data:`EXIT_DEADLINE_S`: never returns.
+
+    The bounded teardown of :func:`run_node`, for a program that spins several nodes itself
+    (``sapiens-ros demo``): every node's ``begin_shutdown()`` first, then its
+    ``shutdown_worker(stop_timeout)``, then destroy them, shut ``context`` down, ``os._exit``.
+    """
     ignore_stop_signals()
     arm_exit_deadline(code)
     try:
-        if node is not None:
+        for node in nodes:
             begin = getattr(node, 'begin_shutdown', None)
             if begin is not None:
                 begin()
+        for node in nodes:
             stop = getattr(node, 'shutdown_worker', None)
             if stop is not None:
                 stop(stop_timeout)
+        for node in reversed(nodes):
             if executor is not None:
                 executor.remove_node(node)
             node.destroy_node()
         if executor is not None:
             executor.shutdown(timeout_sec=0)
-        rclpy.try_shutdown()
+        rclpy.try_shutdown(context=context)
     except Exception:  # noqa: BLE001 - the process leaves anyway: say what went wrong
         traceback.print_exc()
     exit_now(code)
