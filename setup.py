@@ -32,7 +32,7 @@ setup(
         'opencv-python-headless',
         'pillow',
         'torch',
-        'transformers>=5.23',
+        'transformers>=5.10.1',  # the first with Sapiens2 (5.10.0 is yanked)
         'safetensors',
         'huggingface_hub',
         'rosbags',
