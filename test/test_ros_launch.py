@@ -162,7 +162,7 @@ def test_node_publishes_nothing_once_the_stop_began(graph, how):
     ns = '/busy_' + how.replace(' ', '_').replace('-', '_')
     proc = Proc(python_module('sapiens_ros.ros.perception_node', '--ros-args', '-r',
                               f'__ns:={ns}', '-p', 'random_weights:=true', '-p',
-                              'input_size:=[256,192]', '-p', 'cpu_threads:=1', '-p',
+                              'input_size:=192x256', '-p', 'cpu_threads:=1', '-p',
                               'publish_all:=true'))
     try:
         assert proc.wait_for('active: listening', 60.0), proc.output
@@ -261,7 +261,7 @@ def test_node_stops_while_its_models_load(graph, tmp_path, how):
     script.write_text(SLOW_LOAD_NODE)
     ns = '/slow_load_' + how.replace(' ', '_').replace('-', '_')
     proc = Proc([sys.executable, str(script), '--ros-args', '-r', f'__ns:={ns}',
-                 '-p', 'random_weights:=true', '-p', 'tasks:=seg', '-p', 'input_size:=[256,192]',
+                 '-p', 'random_weights:=true', '-p', 'tasks:=seg', '-p', 'input_size:=192x256',
                  '-p', 'cpu_threads:=1'])
     try:
         assert proc.wait_for('SLOW_LOAD_STARTED', 60.0), proc.output
