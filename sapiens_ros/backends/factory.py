@@ -219,8 +219,9 @@ def _size_configs(tasks: Sequence[str], sources: Mapping[str, str]) -> dict:
     """Configs of the heads whose legal input sizes are restricted (the pointmap's scale head)."""
     configs = {}
     for task in tasks:
-        source = sources.get(task, '')
-        if task != 'pointmap' or Path(source).suffix in ONNX_SUFFIXES + ENGINE_SUFFIXES:
+        source = sources.get(task)  # none for random weights: built for the size they run at
+        if task != 'pointmap' or not source or \
+                Path(source).suffix in ONNX_SUFFIXES + ENGINE_SUFFIXES:
             continue
         try:
             configs[task] = load_config(source)
