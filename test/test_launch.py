@@ -318,7 +318,7 @@ def test_demo_launch_profile_everywhere_and_ctrl_c_twice(graph, tmp_path):
 def test_sigterm_to_launch_leaves_no_node_behind(graph):
     """``docker stop``, systemd, ``timeout``: SIGTERM to ``ros2 launch`` alone, under load."""
     proc = _launch('perception.launch.py', 'namespace:=term', 'random_weights:=true',
-                   'tasks:=seg', 'input_size:=256x192', 'cpu_threads:=1')
+                   'tasks:=seg', 'input_size:=192x256', 'cpu_threads:=1')
     try:
         assert proc.wait_for('active: listening on /term/image', 90.0), proc.output
         nodes = _started(proc)
