@@ -184,9 +184,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         previous = ignore_stop_signals()  # a second Ctrl-C must not cut the teardown short
         stopping.set()
-        # An abandoned inference step never touches ROS again: its node can be destroyed.
-        workers = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in nodes
-                      if isinstance(node, PerceptionNode))
+        # Nothing is published once the stop began; an abandoned inference step never touches
+        # ROS again, so its node can be destroyed.
+        perception = [node for node in nodes if isinstance(node, PerceptionNode)]
+        for node in perception:
+            node.begin_shutdown()
+        workers = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in perception)
         executor.shutdown(timeout_sec=STOP_TIMEOUT_S)
         callbacks_done = True
         if spinner is not None:
