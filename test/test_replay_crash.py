@@ -53,7 +53,7 @@ def assert_each_frame_once(out: dict, times: list[int]) -> None:
 @pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
 def test_kill9_then_resume_every_frame_once(tmp_path, model_dir, astronaut, storage):
     """SIGKILL a real replay (no metadata.yaml, no index); --resume recovers it and finishes."""
-    count = 40
+    count = 200  # several seconds of work even on an idle machine: the kill lands mid-run
     src = camera_bag(tmp_path / 'in', frames(astronaut, count, (96, 96)), 'mcap', 'jazzy')
     out = tmp_path / 'out'
     proc = start_cli(cli_args(src, out, model_dir, '--storage', storage))
