@@ -34,6 +34,7 @@ setup(
         'torch',
         'transformers>=5.10.1',  # the first with Sapiens2 (5.10.0 is yanked)
         'safetensors',
+        'xxhash>=3.4.1',  # the cache's content hash; without it SHA-256, about 4x slower
         'huggingface_hub',
         'rosbags',
         'scipy',

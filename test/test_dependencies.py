@@ -62,13 +62,14 @@ def test_requirements_pin_one_transformers_that_installs_on_each_python(python, 
 
 def test_floor_requirements_pin_setup_py_floors_and_keep_the_rest():
     floors = check_deps.floors()
-    assert set(floors) == {'transformers'}, floors
+    assert {'transformers', 'xxhash'} <= set(floors), floors
     lines = check_deps.floor_requirements()
-    assert _pinned(lines, 'transformers') == [Version(floors['transformers'])]
+    for name, version in floors.items():
+        assert _pinned(lines, name) == [Version(version)], name
     assert 'numpy<2' in lines  # a Jetson's NumPy 1.x
     plain = check_deps.requirement_lines(ROOT / 'requirements.txt')
-    others = [t for t in plain if not t.startswith('transformers')]
-    assert [t for t in lines if not t.startswith('transformers') and t != 'numpy<2'] == others
+    others = [t for t in plain if not t.startswith(tuple(floors))]
+    assert [t for t in lines if not t.startswith(tuple(floors)) and t != 'numpy<2'] == others
     assert 'torch' not in check_deps.for_target(check_deps.install_requires(),
                                                 check_deps.marker_env('3.10', 'aarch64'))
 
