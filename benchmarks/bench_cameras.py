@@ -27,7 +27,8 @@ Measured side by side in one run (the machine's load changes between runs):
    tracker's boxes with seg at 5 Hz (``rates.seg:=5``).
 
 Usage: python benchmarks/bench_cameras.py [--sections memory,throughput,pose]
-    [--layout tiny|0.4b] [--tasks pose,seg] [--seconds 10] [--domain N]
+    [--layout tiny|0.4b] [--tasks pose,seg,normal,pointmap] [--seconds 10] [--warmup 8]
+    [--domain N]
 """
 
 from __future__ import annotations
@@ -181,69 +182,82 @@ def memory(args, root: Path) -> None:
 
 
 def _run_node(args, names: list[str], limit: int) -> tuple[list[int], list[float], float]:
-    """One node serving ``names`` at 10 Hz each: outputs per camera, latencies, frames/forward."""
+    """
+    A perception_node process serving ``names`` at 10 Hz each (this process publishes the
+    frames and collects the outputs): outputs per camera, latencies, frames per forward.
+    """
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.parameter import Parameter
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from sapiens_ros.ros.messages import TOPIC_TYPES
-    from sapiens_ros.ros.perception_node import PerceptionNode
+    from diagnostic_msgs.msg import DiagnosticArray
 
+    from sapiens_ros.ros.messages import TOPIC_TYPES
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain), OMP_NUM_THREADS='2')
+    node = subprocess.Popen(
+        [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
+         '-p', f'cameras:={",".join(names)}', '-p', f'tasks:={args.tasks}',
+         '-p', 'random_weights:=true', '-p', 'cpu_threads:=2',
+         '-p', f'input_size:={INPUT[1]}x{INPUT[0]}', '-p', f'max_cameras_per_step:={limit}',
+         '-r', '__node:=bench_perception'],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in node.stdout:
+        if 'active: listening' in line:
+            break
+    threading.Thread(target=lambda: [None for _ in node.stdout], daemon=True).start()
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=args.domain)
-    node = PerceptionNode(context=context, parameter_overrides=[
-        Parameter('cameras', value=','.join(names)), Parameter('tasks', value=args.tasks),
-        Parameter('random_weights', value=True), Parameter('cpu_threads', value=2),
-        Parameter('input_size', value=f'{INPUT[1]}x{INPUT[0]}'),
-        Parameter('max_cameras_per_step', value=limit)])
     sink = rclpy.create_node('bench_sink', context=context)
     latencies: dict[str, list[float]] = {c: [] for c in names}
     head = 'seg' if 'seg' in args.tasks.split(',') else 'pose'
     first = 'seg/labels' if head == 'seg' else 'pose/keypoints'
+    batch = {}
 
     def on_output(msg, camera):
         now = sink.get_clock().now().nanoseconds
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         latencies[camera].append((now - stamp) / 1e6)
 
+    def on_diagnostics(msg):
+        for status in msg.status:
+            for kv in status.values:
+                if kv.key == f'batch.{head}_frames_mean':
+                    batch['mean'] = float(kv.value)
+
     qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
     for c in names:
-        sink.create_subscription(TOPIC_TYPES[first], f'{c}/{first}',
+        sink.create_subscription(TOPIC_TYPES[first], f'/{c}/{first}',
                                  lambda m, c=c: on_output(m, c), qos)
-    executor = MultiThreadedExecutor(num_threads=4, context=context)
-    executor.add_node(node)
+    sink.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(sink)
     spin = threading.Thread(target=executor.spin, daemon=True)
     spin.start()
     try:
-        assert node.autostarted.wait(120), 'the node did not start'
         with Feeder([f'/{c}/image' for c in names], 10.0, args.domain):
-            time.sleep(2.0)  # warm up
+            time.sleep(args.warmup)  # CPU kernels warm up per batch shape
             for box in latencies.values():
                 box.clear()
-            calls, frames = node.batches.calls[head], node.batches.frames[head]
             time.sleep(args.seconds)
             counts = [len(latencies[c]) for c in names]
             every = [x for c in names for x in latencies[c]]
-            per_step = (node.batches.frames[head] - frames) / max(
-                node.batches.calls[head] - calls, 1)
     finally:
-        node.shutdown_worker()
+        node.terminate()
+        node.wait(30)
         executor.shutdown()
-        spin.join(10)
-        node.destroy_node()
         sink.destroy_node()
         rclpy.try_shutdown(context=context)
-    return counts, every, per_step
+    return counts, every, batch.get('mean', float('nan'))
 
 
 def throughput(args) -> None:
     """Per-camera rate and latency at 10 Hz per camera: batched vs one camera per step."""
     print(f'\nPer camera at 10 Hz each, tiny models ({args.tasks}, {INPUT[1]}x{INPUT[0]}), one '
-          f'node, {args.seconds:g} s, CPU; latency = output receive time - input stamp')
+          f'node process (2 torch threads), {args.seconds:g} s after {args.warmup:g} s of warm-up, '
+          f'CPU; latency = output receive time - input stamp')
     print('| cameras | steps | processed Hz per camera (min-max) | p50 ms | p95 ms '
-          '| frames per forward |')
+          '| frames per forward (whole run) |')
     print('|---|---|---|---|---|---|')
     for n in (1, 2, 4):
         names = [f'cam{i}' for i in range(n)]
@@ -306,8 +320,9 @@ def main() -> None:
     ap.add_argument('--sections', default='memory,throughput,pose')
     ap.add_argument('--layout', default='tiny', help='tiny, or a real size for random weights '
                                                      '(0.4b: bf16 pose+seg at 384x512)')
-    ap.add_argument('--tasks', default='pose,seg')
+    ap.add_argument('--tasks', default='pose,seg,normal,pointmap')
     ap.add_argument('--seconds', type=float, default=10.0)
+    ap.add_argument('--warmup', type=float, default=8.0, help='seconds before measuring')
     default = int(os.environ.get('ROS_DOMAIN_ID', 70 + os.getpid() % 30))
     ap.add_argument('--domain', type=int, default=default,
                     help='ROS_DOMAIN_ID of every process (default: $ROS_DOMAIN_ID)')
