@@ -13,16 +13,22 @@
 # limitations under the License.
 
 """
-``sapiens-ros demo``: sample camera -> perception node -> monitor, in one process.
+``sapiens-ros demo``: sample camera -> perception node -> monitor.
 
-The three are separate rclpy nodes on one multi-threaded executor, talking over real topics.
+The perception node runs in a process of its own, as on a robot (one Python process for all
+three shares one GIL: on 2 cores the node then processed under 1 frame a second instead of the
+camera's 5); the camera and the monitor share this one, on one executor. They talk over real
+topics, through the shipped Fast DDS profile.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -100,17 +106,83 @@ def _spin(executor, stopping: threading.Event) -> None:
             raise
 
 
+def _shipped_profile() -> str | None:
+    """Return the shipped Fast DDS profile (installed share, else this source tree), or None."""
+    from .ros.launch_support import PACKAGE, profile_path
+
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        share = get_package_share_directory(PACKAGE)
+    except Exception:  # noqa: BLE001 - not installed by colcon: the source tree's config/
+        share = str(Path(__file__).resolve().parents[1])
+    path = profile_path(share)
+    return path if path and Path(path).is_file() else None
+
+
+def _node_command(args: argparse.Namespace, input_size: str, rgbd: bool) -> list[str]:
+    """The perception node's command line for these demo flags."""
+    from .cli_infer import parse_overrides
+
+    params = {'tasks': args.tasks, 'model_size': args.model_size, 'model_dir': args.model_dir,
+              'device': args.device, 'dtype': args.dtype, 'backend': args.backend,
+              'input_size': input_size, 'random_weights': bool(args.random_weights),
+              'use_depth': rgbd}
+    params.update({f'models.{task}': source
+                   for task, source in parse_overrides(args.model).items()})
+    cmd = [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
+           '-r', '__ns:=/demo']
+    for name, value in params.items():
+        if value != '':
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            cmd += ['-p', f'{name}:={text}']
+    return cmd
+
+
+class NodeProcess:
+    """The perception node's process: its output echoed, its start and failure seen."""
+
+    def __init__(self, cmd: list[str]) -> None:
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1)
+        self.active, self.failed = threading.Event(), threading.Event()
+        threading.Thread(target=self._echo, daemon=True).start()
+
+    def _echo(self) -> None:
+        for line in self.proc.stdout:
+            print(line, end='', flush=True)
+            if 'active: listening' in line:
+                self.active.set()
+            elif 'configure failed' in line or 'activate failed' in line:
+                self.failed.set()
+        self.failed.set()  # the process ended
+
+    def wait_started(self) -> bool:
+        """Wait until the node is active (True) or failed or exited (False)."""
+        while not (self.active.is_set() or self.failed.is_set()):
+            self.active.wait(0.2)
+        return self.active.is_set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop it as Ctrl-C does (it leaves within 3 s whatever it is doing); kill if not."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def run(args: argparse.Namespace) -> int:
     """Start the three nodes; return 1 with a hint naming --random-weights if loading fails."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
-    from rclpy.lifecycle import TransitionCallbackReturn
     from rclpy.parameter import Parameter
 
-    from .cli_infer import parse_overrides
     from .core.errors import SapiensError
+    from .ros.launch_support import PROFILE_VAR
     from .ros.monitor import Monitor
-    from .ros.perception_node import PerceptionNode
     from .ros.sample_camera import check_source, SampleCamera
     from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
 
@@ -122,59 +194,49 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', '[{severity}] [{name}]: {message}')
+    profile = _shipped_profile()
+    if profile:  # frames of 512x512 and more between processes (docs/install.md)
+        os.environ[PROFILE_VAR] = profile
     if args.random_weights:
         from .cli import NOISE_BANNER
 
         print(NOISE_BANNER, flush=True)
+    if bag is not None:
+        print(f'demo: {bag.describe(args.source)}', flush=True)
+    rgbd = bag is not None and bool(bag.depth)
+    if rgbd:  # an RGB-D bag: the node pairs its depth
+        print(f'demo: RGB-D bag: colour {bag.image}, depth {bag.depth}, camera_info '
+              f'{bag.camera_info or "(synthesised)"}', flush=True)
     on_main = threading.current_thread() is threading.main_thread()
     previous_term = signal.signal(signal.SIGTERM, _interrupt) if on_main else None
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    nodes = []
-    executor = MultiThreadedExecutor(context=context)
-    stopping, spinner = threading.Event(), None
+    node, nodes, spinner, context = None, [], None, None
+    stopping = threading.Event()
     try:
-        overrides = [Parameter('tasks', value=args.tasks),
-                     Parameter('model_size', value=args.model_size),
-                     Parameter('model_dir', value=args.model_dir),
-                     Parameter('device', value=args.device), Parameter('dtype', value=args.dtype),
-                     Parameter('backend', value=args.backend),
-                     Parameter('input_size', value=input_size),
-                     Parameter('random_weights', value=bool(args.random_weights)),
-                     Parameter('autostart', value=False)]
-        overrides += [Parameter(f'models.{task}', value=source)
-                      for task, source in parse_overrides(args.model).items()]
-        if bag is not None:
-            print(f'demo: {bag.describe(args.source)}', flush=True)
-        if bag is not None and bag.depth:  # an RGB-D bag: the node pairs its depth
-            print(f'demo: RGB-D bag: colour {bag.image}, depth {bag.depth}, camera_info '
-                  f'{bag.camera_info or "(synthesised)"}', flush=True)
-            overrides.append(Parameter('use_depth', value=True))
-        perception = PerceptionNode(namespace='demo', context=context,
-                                    parameter_overrides=overrides)
-        nodes.append(perception)
-        executor.add_node(perception)
-        spinner = threading.Thread(target=_spin, args=(executor, stopping), daemon=True)
-        spinner.start()  # services answer while the models load
-        if perception.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+        node = NodeProcess(_node_command(args, input_size, rgbd))
+        if not node.wait_started():
             hint = ('' if args.random_weights else
                     ' The Sapiens2 weights could not be loaded (see the error above). To see the '
                     'graph work without them, run: sapiens-ros demo --random-weights')
             print(f'demo: the perception node failed to configure.{hint}', flush=True)
             return 1
-        perception.trigger_activate()
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        executor = MultiThreadedExecutor(context=context)
         nodes.append(SampleCamera(namespace='demo', context=context, parameter_overrides=[
             Parameter('source', value=args.source), Parameter('topic', value=args.topic),
             Parameter('rate', value=args.rate)]))
         nodes.append(Monitor(namespace='demo', context=context, parameter_overrides=[
             Parameter('output_dir', value=args.output_dir),
             Parameter('tasks', value=args.tasks)]))
-        for node in nodes[1:]:
-            executor.add_node(node)
+        for n in nodes:
+            executor.add_node(n)
+        spinner = threading.Thread(target=_spin, args=(executor, stopping), daemon=True)
+        spinner.start()
         print(f'demo: running (overlays in {args.output_dir}/); Ctrl+C to stop', flush=True)
         end = time.monotonic() + args.duration if args.duration > 0 else None
         try:
-            while spinner.is_alive() and (end is None or time.monotonic() < end):
+            while spinner.is_alive() and node.proc.poll() is None and \
+                    (end is None or time.monotonic() < end):
                 time.sleep(0.2)
         except KeyboardInterrupt:
             pass
@@ -184,23 +246,19 @@ def run(args: argparse.Namespace) -> int:
     finally:
         previous = ignore_stop_signals()  # a second Ctrl-C must not cut the teardown short
         stopping.set()
-        # Nothing is published once the stop began; an abandoned inference step never touches
-        # ROS again, so its node can be destroyed.
-        perception = [node for node in nodes if isinstance(node, PerceptionNode)]
-        for node in perception:
-            node.begin_shutdown()
-        workers = all(node.shutdown_worker(STOP_TIMEOUT_S) is not False for node in perception)
-        executor.shutdown(timeout_sec=STOP_TIMEOUT_S)
+        if node is not None:
+            node.stop()
         callbacks_done = True
         if spinner is not None:
+            executor.shutdown(timeout_sec=STOP_TIMEOUT_S)
             spinner.join(STOP_TIMEOUT_S)
             callbacks_done = not spinner.is_alive()
         if callbacks_done:  # never destroy nodes under a callback still running
-            for node in reversed(nodes):
-                node.destroy_node()
-        rclpy.try_shutdown(context=context)
-        # the CLI then exits without waiting for them (a CPU inference cannot be interrupted)
-        args.abandoned_threads = not (workers and callbacks_done)
+            for n in reversed(nodes):
+                n.destroy_node()
+        if context is not None:
+            rclpy.try_shutdown(context=context)
+        args.abandoned_threads = not callbacks_done  # the CLI then exits without them
         restore_signals(previous)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)

@@ -15,7 +15,6 @@
 """The demo pieces: sample camera sources (photo, video, bag) and ``sapiens-ros demo``."""
 
 import argparse
-import threading
 import time
 
 import cv2
@@ -84,20 +83,6 @@ def _args(*argv):
     parser = argparse.ArgumentParser()
     cli_demo.add_parser(parser.add_subparsers())
     return parser.parse_args(['demo', *argv])
-
-
-@pytest.fixture(autouse=True)
-def _no_abandoned_inference():
-    """
-    Join an inference step the demo abandoned at its stop.
-
-    The CLI leaves at once without waiting for it (``exit_now``); run in-process here, the
-    step must finish before the test process exits, or torch's threads outlive the interpreter.
-    """
-    yield
-    for thread in threading.enumerate():
-        if thread.name == 'sapiens_infer':
-            thread.join(60)
 
 
 def test_demo_runs_with_random_weights(tmp_path):
