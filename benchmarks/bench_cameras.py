@@ -183,8 +183,10 @@ def memory(args, root: Path) -> None:
 
 def _run_node(args, names: list[str], limit: int) -> tuple[list[int], list[float], float]:
     """
-    A perception_node process serving ``names`` at 10 Hz each (this process publishes the
-    frames and collects the outputs): outputs per camera, latencies, frames per forward.
+    Run a perception_node process serving ``names`` at 10 Hz each.
+
+    This process publishes the frames and collects the outputs; returns the outputs per camera,
+    the latencies and the frames per forward.
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor

@@ -34,6 +34,7 @@ import torch
 
 from .errors import BackendUnavailableError, check_static_size, ExportError
 from .export import INPUT_NAME, onnx_metadata
+from ..core.input_size import format_size
 from ..core.loading import parse_device
 from ..core.runners import OUTPUT_NAMES
 
@@ -156,8 +157,8 @@ class OnnxRuntimeRunner:
         # IOBinding by default where it saves copies (CUDA); on CPU it is optional.
         self.io_binding = on_gpu if io_binding is None else bool(io_binding)
         self._learned_shapes: dict[str, list[int]] = {}  # per-sample shapes of dynamic outputs
-        LOG.info('onnxruntime %s: %s on %s (input %dx%d)', task, self.path.name,
-                 ','.join(self.providers), *self.input_size)
+        LOG.info('onnxruntime %s: %s on %s (input %s)', task, self.path.name,
+                 ','.join(self.providers), format_size(self.input_size))
 
     def _options(self, provider: str, extra: dict[str, dict] | None,
                  cache_dir: str | Path | None) -> dict:

@@ -39,6 +39,7 @@ import torch
 from .cuda_graphs import CudaGraphCache, run_in_chunks
 from .errors import check_static_size, EngineError
 from .tensorrt_build import import_tensorrt, require_cuda, trt_logger
+from ..core.input_size import format_size
 from ..core.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
@@ -102,8 +103,8 @@ class TensorRTRunner:
         self._graphs = (CudaGraphCache(self._execute, self.device, batches=(cuda_graph_batch,),
                                        make_fn=self._graph_fn, name=f'tensorrt {task}')
                         if cuda_graph_batch else None)
-        LOG.info('tensorrt %s: %s (input %dx%d, batch %d-%d)', task, self.path.name,
-                 *self.input_size, *self.batch_range)
+        LOG.info('tensorrt %s: %s (input %s, batch %d-%d)', task, self.path.name,
+                 format_size(self.input_size), *self.batch_range)
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
         """Raise :class:`InputSizeError` unless ``input_size`` is the engine's H x W."""
