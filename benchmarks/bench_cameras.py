@@ -256,8 +256,8 @@ def _run_node(args, names: list[str], limit: int) -> tuple[list[int], list[float
 def throughput(args) -> None:
     """Per-camera rate and latency at 10 Hz per camera: batched vs one camera per step."""
     print(f'\nPer camera at 10 Hz each, tiny models ({args.tasks}, {INPUT[1]}x{INPUT[0]}), one '
-          f'node process (2 torch threads), {args.seconds:g} s after {args.warmup:g} s of warm-up, '
-          f'CPU; latency = output receive time - input stamp')
+          f'node process (2 torch threads), {args.seconds:g} s after {args.warmup:g} s of '
+          f'warm-up, CPU; latency = output receive time - input stamp')
     print('| cameras | steps | processed Hz per camera (min-max) | p50 ms | p95 ms '
           '| frames per forward (whole run) |')
     print('|---|---|---|---|---|---|')

@@ -121,7 +121,7 @@ def _shipped_profile() -> str | None:
 
 
 def _node_command(args: argparse.Namespace, input_size: str, rgbd: bool) -> list[str]:
-    """The perception node's command line for these demo flags."""
+    """Return the perception node's command line for these demo flags."""
     from .cli_infer import parse_overrides
 
     params = {'tasks': args.tasks, 'model_size': args.model_size, 'model_dir': args.model_dir,
