@@ -61,10 +61,17 @@ def test_people_world_publishes_what_its_options_say(graph):
     people = state.update(frame, 5.2, depth=DEPTH, K=K, depth_encoding='16UC1')
     world.publish('front', header, frame, people, image)
     assert graph.wait(lambda: tracked and tracked[-1].ids == ['b1', 'b2'])
-    without_depth = state.update(frame, 5.3)  # predicted pointmap scale or none: no frames
+    assert graph.wait(lambda: len(tf) >= 3)  # one /tf message per frame with depth
     count = len(tf)
+    without_depth = state.update(frame, 5.3)  # predicted pointmap scale or none: no frames
     world.publish('front', header, frame, without_depth, image)
-    assert graph.wait(lambda: len(tracked) >= 2) and len(tf) == count
+    later = Header(frame_id='front_optical')
+    later.stamp.sec = 6
+    people = state.update(frame, 5.4, depth=DEPTH, K=K, depth_encoding='16UC1')
+    world.publish('front', later, frame, people, image)
+    # One writer delivers in order: the next /tf after `count` is the later frame's.
+    assert graph.wait(lambda: len(tf) > count)
+    assert tf[count].transforms[0].header.stamp.sec == 6
     world.close()
     assert graph.wait(lambda: graph.tester.count_publishers('/humans/bodies/b1/roi') == 0 and
                       graph.tester.count_publishers('/tf') == 0)
