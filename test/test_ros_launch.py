@@ -133,14 +133,19 @@ def _frame(graph, photo):
     return image_msg(header, photo, 'bgr8')
 
 
+def _slow_node(tmp_path, source: str, name: str, how: str, *params: str):
+    """Start `source` as a node script under its own namespace; return (namespace, Proc)."""
+    script = tmp_path / f'{name}_node.py'
+    script.write_text(source)
+    ns = f'/{name}_' + how.replace(' ', '_').replace('-', '_')
+    args = ['random_weights:=true', 'tasks:=seg', 'input_size:=192x256', 'cpu_threads:=1', *params]
+    flags = [flag for arg in args for flag in ('-p', arg)]
+    return ns, Proc([sys.executable, str(script), '--ros-args', '-r', f'__ns:={ns}', *flags])
+
+
 @pytest.mark.parametrize('how', ['ctrl-c twice', 'sigterm'])
 def test_node_stops_cleanly_with_a_slow_inference_in_flight(graph, tmp_path, how):
-    script = tmp_path / 'slow_node.py'
-    script.write_text(SLOW_NODE)
-    ns = '/slow_' + how.replace(' ', '_').replace('-', '_')
-    proc = Proc([sys.executable, str(script), '--ros-args', '-r', f'__ns:={ns}',
-                 '-p', 'random_weights:=true', '-p', 'tasks:=seg', '-p', 'input_size:=192x256',
-                 '-p', 'cpu_threads:=1', '-p', 'publish_all:=true'])
+    ns, proc = _slow_node(tmp_path, SLOW_NODE, 'slow', how, 'publish_all:=true')
     try:
         assert proc.wait_for('active: listening', 60.0), proc.output
         pub = graph.publisher(Image, f'{ns}/image', qos(reliable=True, depth=1))
@@ -257,12 +262,7 @@ main()
 
 @pytest.mark.parametrize('how', ['ctrl-c twice', 'sigterm'])
 def test_node_stops_while_its_models_load(graph, tmp_path, how):
-    script = tmp_path / 'slow_load_node.py'
-    script.write_text(SLOW_LOAD_NODE)
-    ns = '/slow_load_' + how.replace(' ', '_').replace('-', '_')
-    proc = Proc([sys.executable, str(script), '--ros-args', '-r', f'__ns:={ns}',
-                 '-p', 'random_weights:=true', '-p', 'tasks:=seg', '-p', 'input_size:=192x256',
-                 '-p', 'cpu_threads:=1'])
+    ns, proc = _slow_node(tmp_path, SLOW_LOAD_NODE, 'slow_load', how)
     try:
         assert proc.wait_for('SLOW_LOAD_STARTED', 60.0), proc.output
         _assert_clean(proc, how, 'perception_node (loading)')
