@@ -300,7 +300,11 @@ def onnx_metadata(path: str | Path) -> dict[str, str]:
     """Read the ``sapiens_ros.*`` metadata of an exported graph (without its weights)."""
     import onnx
 
-    model = onnx.load(str(path), load_external_data=False)
+    return proto_metadata(onnx.load(str(path), load_external_data=False))
+
+
+def proto_metadata(model) -> dict[str, str]:
+    """Return the ``sapiens_ros.*`` metadata of an already loaded ONNX ``ModelProto``."""
     prefix = 'sapiens_ros.'
     return {p.key[len(prefix):]: p.value for p in model.metadata_props
             if p.key.startswith(prefix)}

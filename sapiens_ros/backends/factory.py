@@ -35,7 +35,7 @@ import torch
 from . import BACKENDS
 from .artifact_cache import ArtifactCache, EngineKey, export_command, get_engine, get_onnx
 from .errors import EngineNotBuiltError
-from .export import dtype_name, onnx_metadata, parse_batch
+from .export import dtype_name, parse_batch, proto_metadata
 from .fingerprint import checkpoint_fingerprint, file_hash, weights_hash
 from ..core.errors import SapiensError, UnknownTaskError
 from ..core.input_size import task_input_sizes
@@ -58,8 +58,8 @@ def check_backend(backend: str) -> str:
     return name
 
 
-def _onnx_hash(onnx_path: Path) -> str:
-    meta = onnx_metadata(onnx_path)
+def _onnx_hash(onnx_path: Path, meta: dict[str, str]) -> str:
+    """Identify a user's graph by the weights hash it records, else by its file's bytes."""
     return meta.get('source_hash') or meta.get('weights_hash') or file_hash(onnx_path)[:16]
 
 
@@ -130,10 +130,14 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
     cache = ArtifactCache(cache_dir)
     given = {}
     if path is not None and path.suffix in ONNX_SUFFIXES:  # the user's graph: plan around it
-        onnx_path, w_hash, meta = path, _onnx_hash(path), onnx_metadata(path)
+        import onnx
+
+        graph = onnx.load(str(path), load_external_data=False)  # read once, without weights
+        onnx_path, meta = path, proto_metadata(graph)
+        w_hash = _onnx_hash(path, meta)
         input_size = tuple(int(v) for v in meta.get(
             'input_size', f'{input_size[0]}x{input_size[1]}').split('x'))
-        given = dict(zip(('graph_dtype', 'opset'), graph_info(path), strict=True))
+        given = dict(zip(('graph_dtype', 'opset'), graph_info(path, graph), strict=True))
     else:
         w_hash = checkpoint_fingerprint(source) if model is None else None
         if w_hash is None:  # no files to fingerprint: hash the weights themselves

@@ -148,21 +148,26 @@ def layer_matches(layer_name: str, node_names: set[str]) -> bool:
     return bool(sep) and tail.isdigit() and base in node_names
 
 
-def graph_info(onnx_path: str | Path) -> tuple[str, int]:
-    """Return the dtype the exporter recorded (``fp32`` for graphs from elsewhere) and opset."""
+def graph_info(onnx_path: str | Path, model=None) -> tuple[str, int]:
+    """
+    Return the dtype the exporter recorded (``fp32`` for graphs from elsewhere) and opset.
+
+    ``model``: the graph already loaded from ``onnx_path`` (without external data), so it is not
+    read again; by default it is loaded here.
+    """
     import onnx
 
-    from .export import onnx_metadata
+    from .export import proto_metadata
 
-    try:
-        meta = onnx_metadata(onnx_path)
-        model = onnx.load(str(onnx_path), load_external_data=False)
-    except Exception as exc:  # noqa: BLE001 - protobuf/onnx raise many kinds on a bad file
-        raise EngineError(f'TensorRT cannot parse {Path(onnx_path).name}: not a readable ONNX '
-                          f'graph ({type(exc).__name__}: {exc}); delete it to export it again'
-                          ) from None
+    if model is None:
+        try:
+            model = onnx.load(str(onnx_path), load_external_data=False)
+        except Exception as exc:  # noqa: BLE001 - protobuf/onnx raise many kinds on a bad file
+            raise EngineError(f'TensorRT cannot parse {Path(onnx_path).name}: not a readable '
+                              f'ONNX graph ({type(exc).__name__}: {exc}); delete it to export it '
+                              f'again') from None
     opset = next((o.version for o in model.opset_import if o.domain in ('', 'ai.onnx')), 0)
-    return meta.get('dtype', 'fp32'), int(opset)
+    return proto_metadata(model).get('dtype', 'fp32'), int(opset)
 
 
 def _progress_monitor(trt):
