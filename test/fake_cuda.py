@@ -22,12 +22,12 @@ What it models:
 * streams: ``torch.cuda.Stream`` objects with unique handles, the legacy default stream of each
   device (handle 0) as the initial current stream, ``current_stream``, ``stream(s)`` contexts,
   and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`;
-* asynchrony (``deferred=True``, the default): work launched through :meth:`FakeCuda.launch`
-  (the fake TensorRT's engine runs, graph replays) is queued on its stream and runs only when
-  something orders it: a torch operation on that stream (torch kernels run on the current
-  stream, after its queued work), ``other.wait_stream(stream)``, ``stream.synchronize()``,
-  ``torch.cuda.synchronize()`` or an event recorded after it being synchronised. So a reader
-  that forgets to wait for the producer's stream reads stale memory, as on a GPU;
+* asynchrony: work launched through :meth:`FakeCuda.launch` (the fake TensorRT's engine runs,
+  graph replays) is queued on its stream and runs only when something orders it: a torch
+  operation on that stream (torch kernels run on the current stream, after its queued work),
+  ``other.wait_stream(stream)``, ``stream.synchronize()``, ``torch.cuda.synchronize()`` or an
+  event recorded after it being synchronised. So a reader that forgets to wait for the
+  producer's stream reads stale memory, as on a GPU;
 * CUDA graphs: ``CUDAGraph``, ``graph(g, pool=..., stream=..., capture_error_mode=...)``
   capture contexts on a fresh capture stream, ``graph_pool_handle``. Work launched on the
   capturing stream is recorded into the graph instead of running; ``replay()`` queues it on the
@@ -36,7 +36,7 @@ What it models:
   ``global`` mode or from the capturing thread in ``thread_local`` mode, raises and invalidates
   it, and ``capture_end`` then raises ``cudaErrorStreamCaptureInvalidated``;
   :attr:`FakeCuda.during_capture` runs a callback (e.g. another thread's work) inside the next
-  capture, and :attr:`FakeCuda.fail_captures` makes the next captures fail outright;
+  capture;
 * events: ``torch.cuda.Event(enable_timing=True)`` recorded on a stream (logged with the
   stream's device), ``synchronize``, ``elapsed_time`` (host clock);
 * device memory: while installed, a ``TorchFunctionMode`` turns every tensor placed on
@@ -154,11 +154,9 @@ class _Capture:
 class FakeCuda:
     """Installs the fake into ``torch.cuda`` with pytest's ``monkeypatch``."""
 
-    def __init__(self, gpus: list[GpuSpec] | None = None, deferred: bool = True) -> None:
+    def __init__(self, gpus: list[GpuSpec] | None = None) -> None:
         self.gpus = gpus or [GpuSpec(), GpuSpec()]
-        self.deferred = deferred
         self.log: list[tuple] = []
-        self.fail_captures = 0  # the next N captures fail at capture_end
         self.during_capture = None  # callback run inside the next capture (then cleared)
         self._handles = itertools.count(0x1000, 0x10)
         self._devices = [0]  # stack of current device indices (guards push and pop)
@@ -191,7 +189,7 @@ class FakeCuda:
 
     # ------------------------------------------------------------------ work
     def launch(self, handle: int, work) -> None:
-        """Queue ``work`` on stream ``handle`` (run it now if not deferred), or capture it."""
+        """Queue ``work`` on stream ``handle``, or capture it."""
         capture = self._capturing.get(handle)
         if capture is not None:
             capture.graph.launches.append(work)
@@ -199,10 +197,7 @@ class FakeCuda:
             return
         if handle == 0:
             self.check_sync('a launch on the legacy default stream')
-        if self.deferred:
-            self._queues[handle].append(work)
-        else:
-            work()
+        self._queues[handle].append(work)
 
     def flush(self, handle: int) -> None:
         """Run the queued work of stream ``handle``, in order."""
@@ -351,9 +346,6 @@ class FakeCuda:
         finally:
             del self._capturing[capture_stream.cuda_stream]
             self.log.append(('capture_end', capture_stream.cuda_stream))
-        if capture.invalid is None and self.fail_captures:
-            self.fail_captures -= 1
-            capture.invalid = 'injected failure'
         if capture.invalid is not None:
             graph.launches.clear()
             raise CaptureInvalidated(f'fake CUDA: cudaErrorStreamCaptureInvalidated: '
