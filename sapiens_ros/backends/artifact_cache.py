@@ -122,12 +122,10 @@ class EngineKey:
                 for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)]
 
 
-def onnx_key(task: str, input_size: tuple[int, int], dtype: str, w_hash: str,
-             opset: int | None = None) -> dict:
+def onnx_key(task: str, input_size: tuple[int, int], dtype: str, w_hash: str) -> dict:
     """Everything a cached ONNX graph depends on (the graph's batch dimension is dynamic)."""
     return {'kind': 'onnx', 'task': task, 'input_size': list(input_size), 'dtype': dtype,
-            'opset': graph_opset(dtype) if opset is None else int(opset), 'weights': w_hash,
-            'recipe': RECIPE_VERSION}
+            'opset': graph_opset(dtype), 'weights': w_hash, 'recipe': RECIPE_VERSION}
 
 
 @dataclass
@@ -147,12 +145,10 @@ class ArtifactCache:
         self.engines = self.root / 'engines'
         self.graphs = self.root / 'onnx'
 
-    def onnx_path(self, task: str, input_size: tuple[int, int], dtype: str, w_hash: str,
-                  opset: int | None = None) -> Path:
-        """Where the graph of these weights, size, dtype and opset lives."""
+    def onnx_path(self, task: str, input_size: tuple[int, int], dtype: str, w_hash: str) -> Path:
+        """Where the graph of these weights, size and dtype (at its dtype's opset) lives."""
         h, w = input_size
-        opset = graph_opset(dtype) if opset is None else int(opset)
-        return self.graphs / f'{task}-{h}x{w}-{dtype}-op{opset}-{w_hash}.onnx'
+        return self.graphs / f'{task}-{h}x{w}-{dtype}-op{graph_opset(dtype)}-{w_hash}.onnx'
 
     def engine_path(self, key: EngineKey) -> Path:
         """Where the engine of ``key`` lives (whether or not it exists)."""
@@ -230,9 +226,8 @@ def get_onnx(task: str, model, *, input_size: tuple[int, int], batch: tuple[int,
         model = loaded()
         w_hash = weights_hash(model)
     cache = ArtifactCache(cache_dir)
-    opset = graph_opset(dtype)
-    key = onnx_key(task, input_size, dtype, w_hash, opset)
-    path = cache.onnx_path(task, input_size, dtype, w_hash, opset)
+    key = onnx_key(task, input_size, dtype, w_hash)
+    path = cache.onnx_path(task, input_size, dtype, w_hash)
     with entry_lock(path):
         reason = verify(path, key)
         if reason is None:
