@@ -181,11 +181,6 @@ class ArtifactCache:
         write_sidecar(engine, key.to_json(), extra)
         return engine
 
-    @staticmethod
-    def invalidate(path: str | Path) -> None:
-        """Remove an engine and its sidecar (a stale or corrupt entry)."""
-        invalidate(Path(path))
-
 
 def export_command(key_or_task, *, source: str = '<model dir or --size>',
                    input_size: tuple[int, int] = (1024, 768),
