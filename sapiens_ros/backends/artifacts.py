@@ -41,7 +41,7 @@ import shutil
 import tempfile
 import time
 
-from .fingerprint import file_hash, FILE_HASHES
+from .fingerprint import file_hash, FILE_HASHES, file_hashes
 from ..core.errors import SapiensError
 
 LOG = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def file_record(path: Path) -> dict:
     """Size, mtime and every available content hash of one file, as the sidecar stores them."""
     stat = path.stat()
     return {'name': path.name, 'bytes': stat.st_size, 'mtime_ns': stat.st_mtime_ns,
-            **{name: file_hash(path, name) for name in FILE_HASHES}}
+            **file_hashes(path, FILE_HASHES)}
 
 
 def check_files(folder: Path, records: list[dict]) -> str | None:

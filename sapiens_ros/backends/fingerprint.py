@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 import hashlib
 from pathlib import Path
 
@@ -58,13 +58,19 @@ def weights_hash(model: torch.nn.Module) -> str:
 
 def file_hash(path: str | Path, algorithm: str = 'sha256') -> str:
     """Hash (hex, full) of a file's bytes, read in chunks; ``algorithm`` from FILE_HASHES."""
-    digest = FILE_HASHES[algorithm]()
+    return file_hashes(path, (algorithm,))[algorithm]
+
+
+def file_hashes(path: str | Path, algorithms: Iterable[str]) -> dict[str, str]:
+    """Hash (hex, full) a file's bytes with each of ``algorithms`` (FILE_HASHES), in one read."""
+    digests = {name: FILE_HASHES[name]() for name in algorithms}
     buffer = bytearray(_CHUNK)
     view = memoryview(buffer)
     with open(path, 'rb') as f:
         while size := f.readinto(buffer):
-            digest.update(view[:size])
-    return digest.hexdigest()
+            for digest in digests.values():
+                digest.update(view[:size])
+    return {name: digest.hexdigest() for name, digest in digests.items()}
 
 
 def checkpoint_fingerprint(source: str | None) -> str | None:
