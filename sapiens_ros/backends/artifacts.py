@@ -78,10 +78,8 @@ def companions(main: Path) -> list[Path]:
 
 
 def file_record(path: Path) -> dict:
-    """Size, mtime and every available content hash of one file, as the sidecar stores them."""
-    stat = path.stat()
-    return {'name': path.name, 'bytes': stat.st_size, 'mtime_ns': stat.st_mtime_ns,
-            **file_hashes(path, FILE_HASHES)}
+    """Size and every available content hash of one file, as the sidecar stores them."""
+    return {'name': path.name, 'bytes': path.stat().st_size, **file_hashes(path, FILE_HASHES)}
 
 
 def check_files(folder: Path, records: list[dict]) -> str | None:
