@@ -51,7 +51,7 @@ import traceback
 
 from sapiens_ros.backends.artifact_cache import get_onnx
 from sapiens_ros.backends.artifacts import sidecar_of
-from sapiens_ros.backends.export import converted, TOLERANCES
+from sapiens_ros.backends.export import converted, TOLERANCES, within_tolerance
 from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import weights_hash
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
@@ -123,14 +123,15 @@ def count_tflop(model: torch.nn.Module, size: tuple[int, int]) -> float:
     return counter.get_total_flops() / 1e12
 
 
-def parity(got: dict, ref: dict) -> float:
-    """Return the max over outputs of max|got - ref| / max|ref|."""
-    worst = 0.0
+def parity(got: dict, ref: dict, tolerance: tuple[float, float]) -> tuple[float, bool]:
+    """Return the max over outputs of max|got - ref| / max|ref|, and whether all are within."""
+    worst, within = 0.0, True
     for name, want in ref.items():
-        have = got[name].float()
-        scale = want.abs().max().item() or 1.0
-        worst = max(worst, (have - want).abs().max().item() / scale)
-    return worst
+        err = (got[name].float() - want).abs().max().item()
+        scale = want.abs().max().item()
+        worst = max(worst, err / (scale or 1.0))
+        within = within and within_tolerance(err, scale, tolerance)
+    return worst, within
 
 
 class Budget:
@@ -200,10 +201,7 @@ def run_rows(task: str, args, rate: float, budget: Budget, available: set) -> li
                 if (backend, dtype) == ('torch', 'fp32'):
                     ref = got
                 if ref is not None:
-                    row.parity = parity(got, ref)
-                    atol, rtol = TOLERANCES[parse_dtype(dtype)]
-                    row.within = all((got[n] - ref[n]).abs().max().item()
-                                     <= atol + rtol * ref[n].abs().max().item() for n in ref)
+                    row.parity, row.within = parity(got, ref, TOLERANCES[parse_dtype(dtype)])
                 row.ms_b1 = cuda_ms(runner, x1, args.repeats, args.warmup)
                 row.ms_b3 = cuda_ms(runner, x3, args.repeats, args.warmup)
             if backend == 'tensorrt':

@@ -341,6 +341,12 @@ def _ort_session(path: Path, device: torch.device):
                                 provider_options=provider_options)
 
 
+def within_tolerance(err: float, scale: float, tolerance: tuple[float, float]) -> bool:
+    """Tell whether a max abs error is finite and within ``atol + rtol * scale`` (max|torch|)."""
+    atol, rtol = tolerance
+    return bool(np.isfinite(err)) and err <= atol + rtol * scale
+
+
 def check_parity(path: str | Path, wrapper: ExportWrapper, input_size: tuple[int, int],
                  batch: tuple[int, int, int], *, seed: int = 1,
                  tolerance: tuple[float, float] | None = None,
@@ -379,7 +385,7 @@ def check_parity(path: str | Path, wrapper: ExportWrapper, input_size: tuple[int
         scale = float(np.max(np.abs(b))) if b.size else 0.0
         report.max_abs[name] = err
         report.max_rel[name] = err / scale if scale > 0 else err
-        if not np.isfinite(err) or err > atol + rtol * scale:
+        if not within_tolerance(err, scale, (atol, rtol)):
             failed.append(f'{name}: max abs error {err:.3g}, max rel error '
                           f'{report.max_rel[name]:.3g} (|torch| up to {scale:.3g}) exceeds the '
                           f'tolerance atol {atol:g} + rtol {rtol:g} * max|torch|')
