@@ -312,14 +312,15 @@ class Replayer:
         A step takes as many leading frames as it can batch (a camera with rate budgets waits
         for its previous frame's results); with ``drain`` every frame is run.
         """
+        requests = [self._request(it) for it in items]
         while items:
-            requests = [self._request(it) for it in items]
             n = self.scheduler.batchable(requests)
             if n < len(items) and not drain and n < self.batch:
                 return items
             step, items = items[:n], items[n:]
+            now, requests = requests[:n], requests[n:]
             try:
-                outcomes = self.scheduler.run(requests[:n])
+                outcomes = self.scheduler.run(now)
             except KeyboardInterrupt:
                 self.summary.read -= len(step) + len(items)  # --resume processes them
                 raise
