@@ -104,11 +104,6 @@ class FrameBatch:
         return len(self.frames)
 
     @property
-    def letterboxes(self) -> list[Letterbox]:
-        """Letterbox transform of each frame into the default input size."""
-        return self.letterboxes_at(self.input_size)
-
-    @property
     def pixel_values(self) -> torch.Tensor:
         """Return the whole batch letterboxed into the default input size."""
         return self.letterboxed(self.input_size)

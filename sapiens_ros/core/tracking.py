@@ -83,11 +83,6 @@ class IdAllocator:
         self._next = int(first)
         self._lock = threading.Lock()
 
-    @property
-    def next_id(self) -> int:
-        """Return the id the next new track gets."""
-        return self._next
-
     def take(self, count: int) -> np.ndarray:
         """Return ``count`` new ids, ``(count,)`` int64."""
         with self._lock:
