@@ -85,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
     args.input_size = parse_size(args.input_size, '--input-size')
     batch = parse_batch(args.batch)
     device = parse_device(args.device)
-    plan = None
+    plan = gpu_index = gpu = None
     if args.engine:  # fail before a long export, not after it
-        plan = _engine_plan(args, device)
+        plan, gpu_index, gpu = _engine_plan(args, device)
     model, source = _model(args)
     # The same weights fingerprint the node and `infer` use, so they find this engine.
     w_hash = checkpoint_fingerprint(source) or weights_hash(model)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(f'parity vs torch ({result.parity.provider}, batch {result.parity.batch}): '
               f'{result.parity.summary()}')
     if plan is not None:
-        return _engine(args, plan, result, w_hash, batch, source)
+        return _engine(args, plan, gpu_index, gpu, result, w_hash, batch, source)
     print(f'run it with: {_infer_command(args, "onnxruntime", out)}')
     return 0
 
@@ -126,30 +126,35 @@ def _infer_command(args, backend: str, model: Path) -> str:
 
 
 def _engine_plan(args, device):
-    """Return the precision plan of the engine to build (checks TensorRT and CUDA first)."""
+    """
+    Return the engine's precision plan, the GPU's index and ``(name, compute capability)``.
+
+    TensorRT and CUDA are checked first.
+    """
     from .backends.precision import default_precision, plan_precision
     from .backends.tensorrt_build import (builder_flag_names, gpu_identity, import_tensorrt,
                                           require_cuda)
 
     trt = import_tensorrt()
     require_cuda()
-    args.gpu_index = device.index or 0 if device.type == 'cuda' else 0
-    args.gpu = gpu_identity(args.gpu_index)
-    cc = args.gpu[1]
-    return plan_precision(args.dtype or default_precision(cc), trt.__version__,
+    gpu_index = device.index or 0 if device.type == 'cuda' else 0
+    gpu = gpu_identity(gpu_index)
+    cc = gpu[1]
+    plan = plan_precision(args.dtype or default_precision(cc), trt.__version__,
                           compute_capability=cc, builder_flags=builder_flag_names(trt))
+    return plan, gpu_index, gpu
 
 
-def _engine(args, plan, result, w_hash, batch, source) -> int:
+def _engine(args, plan, gpu_index, gpu, result, w_hash, batch, source) -> int:
     from .backends.artifact_cache import ArtifactCache, EngineKey, get_engine
 
-    gpu, cc = args.gpu
+    gpu_name, cc = gpu
     key = EngineKey.for_plan(plan, weights_hash=w_hash, task=args.task,
-                             input_size=args.input_size, batch=batch, gpu_name=gpu)
+                             input_size=args.input_size, batch=batch, gpu_name=gpu_name)
     path = get_engine(result.path, key, plan, cache=ArtifactCache(args.cache_dir),
                       engine_path=args.engine_out, source=source,
-                      progress=sys.stderr.isatty(), device_index=args.gpu_index)
-    print(f'TensorRT engine: {path} ({plan.precision}, TensorRT {plan.trt_version}, {gpu} sm'
+                      progress=sys.stderr.isatty(), device_index=gpu_index)
+    print(f'TensorRT engine: {path} ({plan.precision}, TensorRT {plan.trt_version}, {gpu_name} sm'
           f'{cc[0]}{cc[1]})')
     print(f'run it with: {_infer_command(args, "tensorrt", path)}')
     return 0

@@ -93,24 +93,17 @@ def marker_env(python: str, machine: str) -> dict[str, str]:
             'implementation_name': 'cpython', 'platform_python_implementation': 'CPython'}
 
 
-def for_target(lines: list[str], env: dict[str, str], pins: dict[str, str] | None = None,
-               skip: set[str] = PLATFORM_PACKAGES) -> list[str]:
-    """
-    Keep the requirements whose marker holds in ``env``, markers removed.
-
-    Packages named in ``pins`` are pinned to that version instead; those in ``skip`` dropped.
-    """
+def for_target(lines: list[str], env: dict[str, str]) -> list[str]:
+    """Keep the requirements whose marker holds in ``env``, markers and platform packages gone."""
     out = []
     for text in lines:
         req = Requirement(text)
         name = canonicalize_name(req.name)
-        if name in skip or (req.marker is not None and not Marker(str(req.marker)).evaluate(env)):
+        if name in PLATFORM_PACKAGES or (
+                req.marker is not None and not Marker(str(req.marker)).evaluate(env)):
             continue
         extras = f'[{",".join(sorted(req.extras))}]' if req.extras else ''
-        if pins and name in pins:
-            out.append(f'{req.name}{extras}=={pins[name]}')
-        else:
-            out.append(f'{req.name}{extras}{req.specifier}')
+        out.append(f'{req.name}{extras}{req.specifier}')
     return out
 
 

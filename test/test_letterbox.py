@@ -76,6 +76,19 @@ def test_frame_batch_normalises_once_and_pads(astronaut):
     assert torch.equal(bgr.pixel_values[0], batch.pixel_values[0])
 
 
+def test_frame_batch_letterboxes_only_the_frames_asked_for(astronaut):
+    """A subset builds only its rows, and every row equals the one of a whole-batch build."""
+    frames = [astronaut, np.ascontiguousarray(astronaut[100:300]), astronaut[:, :300].copy()]
+    size = (128, 96)
+    lazy = FrameBatch(frames, (256, 192), torch.device('cpu'))
+    assert lazy.letterboxed(size, [2]).shape == (1, 3, *size)
+    assert lazy._built[size] == [False, False, True]
+    assert lazy.letterboxed(size, [0, 2]).shape == (2, 3, *size)
+    assert lazy._built[size] == [True, False, True]
+    whole = FrameBatch(frames, (256, 192), torch.device('cpu')).letterboxed(size)
+    assert torch.equal(lazy.letterboxed(size), whole)
+
+
 def test_mono8_is_replicated(astronaut):
     gray = astronaut[..., 1].copy()
     batch = FrameBatch([gray], (256, 192), torch.device('cpu'))

@@ -26,11 +26,12 @@ never at a guessed depth.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .depth import torso_axes
+from .depth import TORSO, torso_axes
 from .metadata import keypoint_info
 from .people import People
 
@@ -69,11 +70,14 @@ class BodyFrames:
         return int(self.ids.shape[0])
 
 
+@cache
 def _joint_sources() -> tuple[np.ndarray, np.ndarray]:
     """Index pairs ``(J, 2)`` into the 308 keypoints per joint (a lone keypoint twice)."""
     index = {n: i for i, n in enumerate(keypoint_info().names)}
-    pairs = [[index[k[0]], index[k[-1]]] for k in JOINT_KEYPOINTS.values()]
-    return np.asarray(pairs, np.int64)[:, 0], np.asarray(pairs, np.int64)[:, 1]
+    pairs = np.asarray([[index[k[0]], index[k[-1]]] for k in JOINT_KEYPOINTS.values()],
+                       np.int64)
+    pairs.flags.writeable = False  # shared by every call
+    return pairs[:, 0], pairs[:, 1]
 
 
 def body_frames(people: People, joints: bool = False) -> BodyFrames:
@@ -92,9 +96,8 @@ def body_frames(people: People, joints: bool = False) -> BodyFrames:
         return empty
     xyz = np.asarray(people.xyz, np.float64)
     rot, ok = torso_axes(xyz)
-    index = {n: i for i, n in enumerate(keypoint_info().names)}
-    hips = (xyz[:, index['left_hip']] + xyz[:, index['right_hip']]) / 2
-    keep = ok & (people.ids >= 0) & np.isfinite(hips).all(1)
+    hips = (xyz[:, TORSO[2]] + xyz[:, TORSO[3]]) / 2  # ok: the four torso keypoints are finite
+    keep = ok & (people.ids >= 0)
     if not keep.any():
         return empty
     rot, origin = rot[keep], hips[keep]

@@ -53,6 +53,22 @@ def parse_boxes(text: str) -> np.ndarray:
     return check_boxes(np.array(values, dtype=np.float32))
 
 
+def clip_boxes(boxes: np.ndarray, size: tuple[int, int],
+               edge: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Clip ``(N, 4)`` xyxy boxes to an image of ``size`` ``(height, width)``; flag non-empty rows.
+
+    The image spans ``edge`` to ``width + edge`` and ``height + edge`` (``edge=-0.5``: the
+    pixel-centre convention, pixel edges at -0.5). A row is non-empty when it keeps a positive
+    width and height, so it is finite too (NaN compares false). The dtype is numpy's promotion:
+    callers cast.
+    """
+    h, w = size
+    clipped = np.clip(boxes, edge, [w + edge, h + edge, w + edge, h + edge])
+    nonempty = (clipped[:, 2] > clipped[:, 0]) & (clipped[:, 3] > clipped[:, 1])
+    return clipped, nonempty
+
+
 def clip_to_image(boxes: np.ndarray, size: tuple[int, int], warn=None) -> np.ndarray:
     """
     Clip ``(N, 4)`` xyxy boxes to an image of ``size`` ``(height, width)``.
@@ -61,8 +77,10 @@ def clip_to_image(boxes: np.ndarray, size: tuple[int, int], warn=None) -> np.nda
     (e.g. ``print``) is told which.
     """
     h, w = size
-    clipped = np.clip(boxes, 0, [w, h, w, h]).astype(np.float32)
-    empty = (clipped[:, 2] <= clipped[:, 0]) | (clipped[:, 3] <= clipped[:, 1])
+    # float32 in, integer bounds: the clipped values are float32 ones, tested as they are kept
+    clipped, inside = clip_boxes(np.asarray(boxes, np.float32), size)
+    clipped = clipped.astype(np.float32)
+    empty = ~inside
     if empty.any():
         raise FrameError(f'box(es) {boxes[empty].tolist()} lie outside the {w}x{h} image')
     moved = (clipped != boxes).any(1)
@@ -107,9 +125,7 @@ def keypoint_boxes(keypoints: np.ndarray, scores: np.ndarray, fallback: np.ndarr
         return np.zeros((0, 4), np.float32)
     box = keypoint_extent(keypoints, np.asarray(scores) >= min_score)
     pad = np.tile((box[:, 2:] - box[:, :2]) * padding, 2) * [-1, -1, 1, 1]
-    height, width = image_size
-    boxes = np.clip(box + pad, -0.5, [width - 0.5, height - 0.5] * 2)
-    ok = np.isfinite(boxes).all(1) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    boxes, ok = clip_boxes(box + pad, image_size, edge=-0.5)
     return np.where(ok[:, None], boxes, np.asarray(fallback, np.float32)).astype(np.float32)
 
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .boxes import clip_boxes
+
 #: Kinds of rejected detections, in the order they are checked.
 REJECTED_KINDS = ('nan', 'size', 'class', 'score', 'outside')
 
@@ -83,7 +85,6 @@ def person_boxes(det: DetectorBoxes, image_size: tuple[int, int],
     detection without hypotheses counts as one of class ``''`` with score 1. ``max_boxes``
     keeps the best-scored ones; the others are not counted as rejected.
     """
-    h, w = image_size
     n = len(det)
     rejected: Counter = Counter()
     empty = PersonBoxes(np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
@@ -101,14 +102,13 @@ def person_boxes(det: DetectorBoxes, image_size: tuple[int, int],
     kind[(kind == '') & np.isnan(score)] = 'class'
     kind[(kind == '') & ~(score >= min_score)] = 'score'
     # the axis-aligned box of the (possibly rotated) box, clipped to the image as the boxes
-    # given on the command line are (core.boxes.clip_to_image)
+    # given on the command line are (core.boxes.clip_boxes)
     c, s = np.cos(det.thetas), np.sin(det.thetas)
     with np.errstate(invalid='ignore'):  # bad rows (inf sizes) are already counted
         half = np.stack([np.abs(c) * det.sizes[:, 0] + np.abs(s) * det.sizes[:, 1],
                          np.abs(s) * det.sizes[:, 0] + np.abs(c) * det.sizes[:, 1]], 1) / 2
-        boxes = np.concatenate([det.centers - half, det.centers + half], 1)
-        boxes = np.clip(boxes, 0.0, [w, h, w, h])
-        inside = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+        boxes, inside = clip_boxes(np.concatenate([det.centers - half, det.centers + half], 1),
+                                   image_size)
     kind[(kind == '') & ~inside] = 'outside'
     rejected.update(k for k in kind if k)
     keep = np.flatnonzero(kind == '')

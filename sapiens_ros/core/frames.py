@@ -66,8 +66,9 @@ class FrameBatch:
     Frames uploaded and normalised once, shared by every head of the pipeline.
 
     :meth:`letterboxed` gives the letterboxed, normalised ``(B, 3, H_in, W_in)`` batch of any
-    input size (each head may run at its own), built once per size; ``pixel_values`` is the one
-    at the default ``input_size``. :meth:`crops` samples pose crops from the same uploaded frames.
+    input size (each head may run at its own), each frame built once per size and only when a
+    head asks for it; ``pixel_values`` is the one at the default ``input_size``. :meth:`crops`
+    samples pose crops from the same uploaded frames.
     ``color_order`` is one order for every frame or one per frame.
     """
 
@@ -97,14 +98,10 @@ class FrameBatch:
         self._letterboxes: dict[tuple[int, int], list[Letterbox]] = {
             self.input_size: [f.letterbox for f in self.frames]}
         self._batches: dict[tuple[int, int], torch.Tensor] = {}
+        self._built: dict[tuple[int, int], list[bool]] = {}
 
     def __len__(self) -> int:
         return len(self.frames)
-
-    @property
-    def letterboxes(self) -> list[Letterbox]:
-        """Letterbox transform of each frame into the default input size."""
-        return self.letterboxes_at(self.input_size)
 
     @property
     def pixel_values(self) -> torch.Tensor:
@@ -123,13 +120,21 @@ class FrameBatch:
         """
         Normalised frames letterboxed into ``size`` ``(H, W)``: all, or those at ``indices``.
 
-        The whole batch of a size is built once; a subset is a view (contiguous indices) or
-        one gather.
+        Each frame is letterboxed once per size, and only when first asked for; a subset is a
+        view (contiguous indices) or one gather of the size's batch.
         """
         size = tuple(size)
         if size not in self._batches:
-            self._batches[size] = self._letterbox(size)
+            in_h, in_w = size
+            self._batches[size] = torch.empty(len(self.frames), 3, in_h, in_w, device=self.device)
+            self._built[size] = [False] * len(self.frames)
         out = self._batches[size]
+        rows = range(len(self.frames)) if indices is None else indices
+        built, lbs = self._built[size], self.letterboxes_at(size)
+        for i in rows:
+            if not built[i]:
+                self._letterbox_into(out[i], self.frames[i], lbs[i])
+                built[i] = True
         if indices is None:
             return out
         first = indices[0]
@@ -137,18 +142,14 @@ class FrameBatch:
             return out[first:first + len(indices)]
         return out[torch.as_tensor(list(indices), device=out.device)]
 
-    def _letterbox(self, size: tuple[int, int]) -> torch.Tensor:
-        in_h, in_w = size
-        out = torch.empty(len(self.frames), 3, in_h, in_w, device=self.device)
-        out.copy_(-self._mean.expand(3, in_h, in_w))
-        for i, (frame, lb) in enumerate(zip(self.frames, self.letterboxes_at(size),
-                                            strict=True)):
-            (h, w), (top, left) = lb.resized_size, lb.pad
-            down = h < lb.image_size[0]
-            resized = F.interpolate(frame.scaled[None], size=(h, w), mode='bilinear',
-                                    align_corners=False, antialias=down)[0]
-            out[i, :, top:top + h, left:left + w] = resized - self._mean
-        return out
+    def _letterbox_into(self, out: torch.Tensor, frame: UploadedFrame, lb: Letterbox) -> None:
+        """Write ``frame`` letterboxed by ``lb`` and normalised into ``out`` ``(3, H, W)``."""
+        out.copy_(-self._mean.expand_as(out))
+        (h, w), (top, left) = lb.resized_size, lb.pad
+        down = h < lb.image_size[0]
+        resized = F.interpolate(frame.scaled[None], size=(h, w), mode='bilinear',
+                                align_corners=False, antialias=down)[0]
+        out[:, top:top + h, left:left + w] = resized - self._mean
 
     def crops(self, frame_index: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
               out_size: tuple[int, int]) -> torch.Tensor:

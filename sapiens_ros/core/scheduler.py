@@ -121,7 +121,7 @@ class Scheduler:
 
         boxes, origin = request.boxes, 'detections' if request.boxes is not None else ''
         if boxes is None and 'pose' in request.wanted and box_source == 'seg' and \
-                'seg' in loaded and not due('seg') and cam.people is not None:
+                'seg' in loaded and cam.people is not None and not due('seg') and due('pose'):
             predicted = self._tracked_boxes(cam.people, stamp, request.pixels.shape[:2])
             if len(predicted):
                 boxes, origin = predicted, 'tracker'

@@ -35,7 +35,7 @@ import threading
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .boxes import keypoint_extent
+from .boxes import clip_boxes, keypoint_extent
 
 LOG = logging.getLogger(__name__)
 
@@ -82,11 +82,6 @@ class IdAllocator:
     def __init__(self, first: int = 1) -> None:
         self._next = int(first)
         self._lock = threading.Lock()
-
-    @property
-    def next_id(self) -> int:
-        """Return the id the next new track gets."""
-        return self._next
 
     def take(self, count: int) -> np.ndarray:
         """Return ``count`` new ids, ``(count,)`` int64."""
@@ -348,9 +343,7 @@ class PersonTracker:
         out[has_kp, 2:] = base[has_kp, 2:] * growth[has_kp] * (1.0 + cfg.predict_margin)
         boxes, ids = _xyxy(out), self.ids[live]
         if image_size is not None:
-            h, w = image_size
-            boxes = np.clip(boxes, -0.5, [w - 0.5, h - 0.5, w - 0.5, h - 0.5])
-            keep = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+            boxes, keep = clip_boxes(boxes, image_size, edge=-0.5)
             boxes, ids = boxes[keep], ids[keep]
         return ids.copy(), boxes.astype(np.float32)
 

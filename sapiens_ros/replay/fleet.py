@@ -114,15 +114,20 @@ class _BagState:
         if part in self.running:
             self.lost_seconds += now - self.running[part]
         self.running[part] = now
-        self.record.attempts = self.base_attempts + max(u.attempts for u in self.units)
+        self._count_attempts()
 
     def ended(self, unit: Unit) -> None:
         """Close a unit's attempt (finished, or its worker given up on); update the row."""
-        start = self.running.pop(unit.part or 0, None)
-        if start is not None and not isinstance(self.results.get(unit.part or 0), Summary):
+        part = unit.part or 0
+        start = self.running.pop(part, None)
+        if start is not None and part not in self.results:
             self.lost_seconds += time.monotonic() - start
-        self.record.attempts = self.base_attempts + max(u.attempts for u in self.units)
+        self._count_attempts()
         self.update_seconds()
+
+    def _count_attempts(self) -> None:
+        """Row's attempts: the earlier runs' and this run's most-tried unit's."""
+        self.record.attempts = self.base_attempts + max(u.attempts for u in self.units)
 
     def update_seconds(self) -> None:
         """Seconds over every run: earlier runs, this one's finished, lost and running units."""

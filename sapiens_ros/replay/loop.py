@@ -312,14 +312,15 @@ class Replayer:
         A step takes as many leading frames as it can batch (a camera with rate budgets waits
         for its previous frame's results); with ``drain`` every frame is run.
         """
+        requests = [self._request(it) for it in items]
         while items:
-            requests = [self._request(it) for it in items]
             n = self.scheduler.batchable(requests)
             if n < len(items) and not drain and n < self.batch:
                 return items
             step, items = items[:n], items[n:]
+            now, requests = requests[:n], requests[n:]
             try:
-                outcomes = self.scheduler.run(requests[:n])
+                outcomes = self.scheduler.run(now)
             except KeyboardInterrupt:
                 self.summary.read -= len(step) + len(items)  # --resume processes them
                 raise
@@ -347,7 +348,7 @@ class Replayer:
         self.bag_out = out
         done = self.partial.frames if self.partial is not None else 0
         self.progress = Progress(max(0, self.total - done), self.opt.progress)
-        self._checkpointed = (0, 0, Counter(), time.monotonic())
+        self._checkpoint_at = time.monotonic()
         self._ready.set()
         try:
             self._drain()
@@ -365,10 +366,9 @@ class Replayer:
 
     def _close(self, out: OutputBag) -> bool:
         """Close the bag; after a failed write keep only what the last checkpoint holds."""
-        s = self.summary
         if not self._writer_failed.is_set():
             try:
-                out.close((s.processed, s.failed, Counter(s.failures)))
+                out.close(self._tag())
                 return True
             except Exception as exc:  # noqa: BLE001 - the disk filled up at the very end
                 self._output_failed(exc)
@@ -397,16 +397,20 @@ class Replayer:
                 continue  # drain so the reader never blocks
             try:
                 self._handle(job)
-                if job[0] == 'frames' and time.monotonic() - self._checkpointed[3] >= \
+                if job[0] == 'frames' and time.monotonic() - self._checkpoint_at >= \
                         self.opt.checkpoint_seconds:
                     self._checkpoint()
             except Exception as exc:  # noqa: BLE001 - a disk error: stop the run, keep the bag
                 self._output_failed(exc)
 
-    def _checkpoint(self) -> None:
+    def _tag(self) -> tuple[int, int, Counter]:
+        """Return what the output bag records at a checkpoint or close: the counts so far."""
         s = self.summary
-        self.bag_out.checkpoint((s.processed, s.failed, Counter(s.failures)))
-        self._checkpointed = (s.processed, s.failed, Counter(s.failures), time.monotonic())
+        return s.processed, s.failed, Counter(s.failures)
+
+    def _checkpoint(self) -> None:
+        self.bag_out.checkpoint(self._tag())
+        self._checkpoint_at = time.monotonic()
 
     def _handle(self, job: tuple) -> None:
         kind = job[0]
