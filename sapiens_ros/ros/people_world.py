@@ -34,7 +34,7 @@ from std_msgs.msg import Header
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
 from .optional_msgs import missing_packages
 from .tf_frames import body_tf_message, TF2_MSGS_ERROR, TF_QOS, TF_TOPIC, TFMessage
-from ..core.body_frames import body_frames, BODY_ID_PREFIX
+from ..core.body_frames import body_frames
 from ..core.people import People
 from ..core.pipeline import FrameResult
 
@@ -51,7 +51,6 @@ class WorldOptions:
     publish_tf: bool = True  # body_<id> on /tf (when tf2_msgs imports)
     tf_joints: bool = False  # and the REP-155 joint frames
     hri: bool = False  # REP-155 bodies under /humans/bodies (when hri_msgs imports)
-    prefix: str = BODY_ID_PREFIX  # body ids: b12; give each process of a robot its own
 
 
 class PeopleWorld:
@@ -90,11 +89,11 @@ class PeopleWorld:
         if opts.publish_tf and self._tf is not None and self._tf.get_subscription_count():
             frames = body_frames(people, joints=opts.tf_joints)
             if len(frames):
-                self._tf.publish(body_tf_message(header, frames, opts.prefix))
+                self._tf.publish(body_tf_message(header, frames))
         if opts.hri and HRI_MSGS_ERROR is None:
             with self._lock:
                 if self._hri is None:
-                    self._hri = HriBodies(self._node, opts.prefix)
+                    self._hri = HriBodies(self._node)
             self._hri.update(camera, header, result, people, image)
 
     def forget(self, camera: str) -> None:
