@@ -31,7 +31,7 @@ from collections.abc import Callable
 import dataclasses
 import time
 
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header, String
 
@@ -39,7 +39,6 @@ from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOp
                        OPTIONAL_OUTPUTS, optional_outputs, OUTPUT_TASK, render_request,
                        stamp_seconds, task_outputs, TOPIC_TYPES)
 from .pairing import StreamPairer
-from .people_world import LATCHED_QOS
 from .runtime import FrameSlots, NodeStats, Throttle
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
@@ -56,6 +55,11 @@ _OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
 
 #: Fewer valid depth pixels than this fraction: the depth image is counted as invalid, not used.
 MIN_VALID_DEPTH = 0.01
+
+#: The latched metadata topics (``*_info``, LabelInfo): reliable, transient local, keep last 1.
+LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 #: Detector boxes rejected as broken (counted as a bad input); ``class`` and ``score`` are
 #: filtering, only counted.
@@ -113,9 +117,8 @@ class CameraChannel:
         return f'camera {self.name}: ' if self.name else ''
 
     # ------------------------------------------------------------------ publishers
-    def create_publishers(self, tasks: tuple[str, ...], out_qos: QoSProfile,
-                          info_qos: QoSProfile) -> None:
-        """Create the output publishers of ``tasks`` (with ``<topic>/compressed`` variants)."""
+    def create_publishers(self, tasks: tuple[str, ...], out_qos: QoSProfile) -> None:
+        """Create the output publishers of ``tasks`` (``<topic>/compressed`` too, info latched)."""
         compressed = {raw: c for c, raw in COMPRESSED_OUTPUTS.items()}
         for suffix in task_outputs(tasks):
             for name in (suffix, compressed.get(suffix)):
@@ -128,7 +131,7 @@ class CameraChannel:
         for task in tasks:
             if task in INFO_TOPICS:
                 self.info_pubs[INFO_TOPICS[task]] = self.node.create_lifecycle_publisher(
-                    String, self.topic(INFO_TOPICS[task]), info_qos)
+                    String, self.topic(INFO_TOPICS[task]), LATCHED_QOS)
         if 'seg' in tasks and VISION_MSGS_ERROR is None:
             self.label_info = self.node.create_lifecycle_publisher(
                 LabelInfo, self.topic(LABEL_INFO_TOPIC), LATCHED_QOS)

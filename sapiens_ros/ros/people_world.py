@@ -28,7 +28,6 @@ import threading
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
@@ -37,12 +36,6 @@ from .tf_frames import body_tf_message, TF2_MSGS_ERROR, TF_QOS, TF_TOPIC, TFMess
 from ..core.body_frames import body_frames
 from ..core.people import People
 from ..core.pipeline import FrameResult
-
-#: Latched, as the info topics: reliable, transient local, keep last 1.
-LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
 
 @dataclass
 class WorldOptions:
@@ -111,4 +104,4 @@ class PeopleWorld:
             self._tf = None
 
 
-__all__ = ['LATCHED_QOS', 'PeopleWorld', 'WorldOptions']
+__all__ = ['PeopleWorld', 'WorldOptions']
