@@ -240,8 +240,8 @@ class CameraChannel:
                 f'{self.label}bad input ({kind}): {text}; {consequence}{more}')
 
     # ------------------------------------------------------------------ per frame
-    def camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
-        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
+    def _calibration(self, size: tuple[int, int], why: str) -> tuple[CameraInfo, Intrinsics]:
+        """Return a fresh, valid camera_info for an image of ``size`` and its intrinsics."""
         info = self.camera_info
         if info is None:
             raise FrameError(f'{why} but no camera_info received yet')
@@ -250,7 +250,11 @@ class CameraChannel:
         if timeout > 0 and age > timeout:
             raise FrameError(f'the last camera_info is {age:.1f} s old (camera_info_timeout '
                              f'{timeout:g} s): is the camera driver still publishing it?')
-        Intrinsics.from_k(info.k, (info.height, info.width), size)
+        return info, Intrinsics.from_k(info.k, (info.height, info.width), size)
+
+    def camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
+        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
+        info, _ = self._calibration(size, why)
         return [float(v) for v in info.k]
 
     def depth_input(self, depth: Image | None, size: tuple[int, int]) -> dict:
@@ -281,11 +285,9 @@ class CameraChannel:
     def intrinsics(self, size: tuple[int, int]) -> Intrinsics | None:
         """Return the intrinsics of a fresh, valid camera_info for ``size``, or None."""
         try:
-            self.camera_k(size)
+            return self._calibration(size, 'calibrated mode')[1]
         except FrameError:
             return None
-        info = self.camera_info
-        return Intrinsics.from_k(info.k, (info.height, info.width), size)
 
     def person_boxes(self, msg, size: tuple[int, int],
                      max_boxes: int) -> tuple[object, object] | tuple[None, None]:
