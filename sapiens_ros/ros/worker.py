@@ -85,7 +85,6 @@ class StepWorker:
         self._jobs: queue.Queue = queue.Queue(maxsize=1)
         self._running = threading.Event()
         self._infer_busy = self._publish_busy = False
-        self.abandoned = 0  # steps' frames dropped because the node stopped under them
         self.threads: tuple[threading.Thread, ...] = ()
 
     @property
@@ -138,7 +137,6 @@ class StepWorker:
     def _abandon(self, jobs: list[Job]) -> None:
         for job in jobs:
             job.channel.stats.abandoned += 1
-        self.abandoned += len(jobs)
 
     # ------------------------------------------------------------------ inference
     def _work(self) -> None:
