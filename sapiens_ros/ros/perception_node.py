@@ -175,11 +175,6 @@ class PerceptionNode(LifecycleNode):
         """Counters of the first camera (the only one of a single-camera node)."""
         return self.camera.stats
 
-    @property
-    def people(self):
-        """Tracked people of the first camera (None without tracking or models)."""
-        return self.camera.camera.people if self.cameras else None
-
     def _camera_names(self) -> tuple[str, ...]:
         try:
             return parse_cameras(self._param('cameras')) or ('',)
