@@ -37,6 +37,7 @@ from ..core.body_frames import body_frames
 from ..core.people import People
 from ..core.pipeline import FrameResult
 
+
 @dataclass
 class WorldOptions:
     """The node's parameters for these outputs (read at every frame: runtime changes apply)."""
