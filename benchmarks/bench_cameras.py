@@ -46,15 +46,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench_node import _frame, default_domain  # noqa: E402, I100 - beside this script
+
 INPUT = (256, 192)  # (height, width) of the tiny runs
-
-
-def _photo(size: int = 160) -> np.ndarray:
-    import cv2
-
-    from sapiens_ros.ros.sample_camera import bundled_photo
-
-    return cv2.resize(bundled_photo(), (size, size), interpolation=cv2.INTER_AREA)
 
 
 def _models(layout: str, tasks: list[str], root: Path) -> list[str]:
@@ -112,7 +107,7 @@ class Feeder:
 
         from sapiens_ros.ros.messages import image_msg
 
-        photo = _photo()
+        photo = _frame(160, 160)
         next_t = time.monotonic()
         while not self.stop.is_set():
             header = Header(frame_id=pub.topic_name)
@@ -325,9 +320,9 @@ def main() -> None:
     ap.add_argument('--tasks', default='pose,seg,normal,pointmap')
     ap.add_argument('--seconds', type=float, default=10.0)
     ap.add_argument('--warmup', type=float, default=8.0, help='seconds before measuring')
-    default = int(os.environ.get('ROS_DOMAIN_ID', 70 + os.getpid() % 30))
-    ap.add_argument('--domain', type=int, default=default,
-                    help='ROS_DOMAIN_ID of every process (default: $ROS_DOMAIN_ID)')
+    ap.add_argument('--domain', type=int, default=default_domain(70, 30),
+                    help='ROS_DOMAIN_ID of every process (default: $ROS_DOMAIN_ID, else '
+                         '70 + pid %% 30)')
     args = ap.parse_args()
     os.environ['ROS_DOMAIN_ID'] = str(args.domain)
     os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')

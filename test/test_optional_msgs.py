@@ -60,8 +60,7 @@ SCRIPT = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
     from sapiens_ros.ros.people_world import PeopleWorld, WorldOptions
     rclpy.init()
     node = rclpy.create_node('no_optional_msgs')
-    world = PeopleWorld(node, WorldOptions(publish_tf=True, tf_joints=True, hri=True), seg=True)
-    world.publish_label_info(Header())
+    world = PeopleWorld(node, WorldOptions(publish_tf=True, tf_joints=True, hri=True))
     world.publish('front', Header(frame_id='cam'), result, people)  # nothing to publish: no error
     world.close()
     node.destroy_node()

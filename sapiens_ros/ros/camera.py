@@ -31,7 +31,7 @@ from collections.abc import Callable
 import dataclasses
 import time
 
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header, String
 
@@ -39,7 +39,6 @@ from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOp
                        OPTIONAL_OUTPUTS, optional_outputs, OUTPUT_TASK, render_request,
                        stamp_seconds, task_outputs, TOPIC_TYPES)
 from .pairing import StreamPairer
-from .people_world import LATCHED_QOS
 from .runtime import FrameSlots, NodeStats, Throttle
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
@@ -56,6 +55,11 @@ _OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
 
 #: Fewer valid depth pixels than this fraction: the depth image is counted as invalid, not used.
 MIN_VALID_DEPTH = 0.01
+
+#: The latched metadata topics (``*_info``, LabelInfo): reliable, transient local, keep last 1.
+LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 #: Detector boxes rejected as broken (counted as a bad input); ``class`` and ``score`` are
 #: filtering, only counted.
@@ -113,9 +117,8 @@ class CameraChannel:
         return f'camera {self.name}: ' if self.name else ''
 
     # ------------------------------------------------------------------ publishers
-    def create_publishers(self, tasks: tuple[str, ...], out_qos: QoSProfile,
-                          info_qos: QoSProfile) -> None:
-        """Create the output publishers of ``tasks`` (with ``<topic>/compressed`` variants)."""
+    def create_publishers(self, tasks: tuple[str, ...], out_qos: QoSProfile) -> None:
+        """Create the output publishers of ``tasks`` (``<topic>/compressed`` too, info latched)."""
         compressed = {raw: c for c, raw in COMPRESSED_OUTPUTS.items()}
         for suffix in task_outputs(tasks):
             for name in (suffix, compressed.get(suffix)):
@@ -128,7 +131,7 @@ class CameraChannel:
         for task in tasks:
             if task in INFO_TOPICS:
                 self.info_pubs[INFO_TOPICS[task]] = self.node.create_lifecycle_publisher(
-                    String, self.topic(INFO_TOPICS[task]), info_qos)
+                    String, self.topic(INFO_TOPICS[task]), LATCHED_QOS)
         if 'seg' in tasks and VISION_MSGS_ERROR is None:
             self.label_info = self.node.create_lifecycle_publisher(
                 LabelInfo, self.topic(LABEL_INFO_TOPIC), LATCHED_QOS)
@@ -237,8 +240,8 @@ class CameraChannel:
                 f'{self.label}bad input ({kind}): {text}; {consequence}{more}')
 
     # ------------------------------------------------------------------ per frame
-    def camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
-        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
+    def _calibration(self, size: tuple[int, int], why: str) -> tuple[CameraInfo, Intrinsics]:
+        """Return a fresh, valid camera_info for an image of ``size`` and its intrinsics."""
         info = self.camera_info
         if info is None:
             raise FrameError(f'{why} but no camera_info received yet')
@@ -247,7 +250,11 @@ class CameraChannel:
         if timeout > 0 and age > timeout:
             raise FrameError(f'the last camera_info is {age:.1f} s old (camera_info_timeout '
                              f'{timeout:g} s): is the camera driver still publishing it?')
-        Intrinsics.from_k(info.k, (info.height, info.width), size)
+        return info, Intrinsics.from_k(info.k, (info.height, info.width), size)
+
+    def camera_k(self, size: tuple[int, int], why: str = 'calibrated mode') -> list[float]:
+        """Return K of a fresh, valid camera_info for an image of ``size``; else FrameError."""
+        info, _ = self._calibration(size, why)
         return [float(v) for v in info.k]
 
     def depth_input(self, depth: Image | None, size: tuple[int, int]) -> dict:
@@ -278,11 +285,9 @@ class CameraChannel:
     def intrinsics(self, size: tuple[int, int]) -> Intrinsics | None:
         """Return the intrinsics of a fresh, valid camera_info for ``size``, or None."""
         try:
-            self.camera_k(size)
+            return self._calibration(size, 'calibrated mode')[1]
         except FrameError:
             return None
-        info = self.camera_info
-        return Intrinsics.from_k(info.k, (info.height, info.width), size)
 
     def person_boxes(self, msg, size: tuple[int, int],
                      max_boxes: int) -> tuple[object, object] | tuple[None, None]:

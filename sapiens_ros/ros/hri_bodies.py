@@ -37,7 +37,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from .messages import image_msg
-from ..core.body_frames import body_id, BODY_ID_PREFIX
+from ..core.body_frames import body_id
 from ..core.keypoint_formats import keypoint_format
 from ..core.people import People
 from ..core.pipeline import FrameResult
@@ -113,15 +113,14 @@ class HriBodies:
     Thread-safe: cameras may update from their own threads.
     """
 
-    def __init__(self, node: Node, prefix: str = BODY_ID_PREFIX,
-                 qos: QoSProfile = HRI_QOS) -> None:
+    def __init__(self, node: Node) -> None:
         if HRI_MSGS_ERROR is not None:
             raise RuntimeError(f'hri_msgs is not available ({HRI_MSGS_ERROR})')
-        self._node, self._prefix, self._qos = node, prefix, qos
+        self._node = node
         self._lock = threading.Lock()
         self._bodies: dict[str, _Body] = {}
         self._live: dict[str, dict[str, int]] = {}  # camera -> body id -> track id
-        self._tracked = node.create_publisher(IdsList, f'{BODIES_NS}/tracked', qos)
+        self._tracked = node.create_publisher(IdsList, f'{BODIES_NS}/tracked', HRI_QOS)
 
     @property
     def bodies(self) -> list[str]:
@@ -141,13 +140,12 @@ class HriBodies:
         pose = result.pose
         size = result.image_size
         with self._lock:
-            self._live[camera] = {body_id(t, self._prefix): int(t)
-                                  for t in people.tracks.tolist()}
+            self._live[camera] = {body_id(t): int(t) for t in people.tracks.tolist()}
             if pose is not None and len(people) == len(pose.boxes):
                 rows = np.flatnonzero(people.ids >= 0)
                 for row in rows.tolist():
                     track = int(people.ids[row])
-                    self._live[camera].setdefault(body_id(track, self._prefix), track)
+                    self._live[camera].setdefault(body_id(track), track)
                     self._publish_body(header, track, result, people, row, image, size)
             self._drop_lost()
             self._publish_tracked(header)
@@ -168,15 +166,15 @@ class HriBodies:
 
     def _publish_body(self, header: Header, track: int, result: FrameResult, people: People,
                       row: int, image: np.ndarray | None, size: tuple[int, int]) -> None:
-        name = body_id(track, self._prefix)
+        name = body_id(track)
         body = self._bodies.get(name)
         if body is None:
             ns = f'{BODIES_NS}/{name}'
             create = self._node.create_publisher
             body = self._bodies[name] = _Body(
-                track, create(NormalizedRegionOfInterest2D, f'{ns}/roi', self._qos),
-                create(Image, f'{ns}/cropped', self._qos),
-                create(Skeleton2D, f'{ns}/skeleton2d', self._qos))
+                track, create(NormalizedRegionOfInterest2D, f'{ns}/roi', HRI_QOS),
+                create(Image, f'{ns}/cropped', HRI_QOS),
+                create(Skeleton2D, f'{ns}/skeleton2d', HRI_QOS))
         pose = result.pose
         if body.roi.get_subscription_count():
             body.roi.publish(normalized_roi(header, pose.boxes[row],

@@ -555,7 +555,7 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
                                               buffers['depth']),
         'pointmap/camera_info': lambda: pointmap_camera_info(header, result, intrinsics),
-        'pose/detections': lambda: detections_msg(header, result, people),
+        'pose/detections': lambda: detections_msg(header, result, _track_ids(result, people)),
     }
     builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})
     return {suffix: builders[suffix]() for suffix in wanted}

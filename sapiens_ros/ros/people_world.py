@@ -16,8 +16,7 @@
 The people of a node's cameras in the robot's world: body frames on /tf, REP-155 bodies.
 
 :class:`PeopleWorld` is what a node wires in: create it at configure, call
-:meth:`PeopleWorld.publish` for every frame that ran pose (any camera, any thread), publish the
-latched ``seg/label_info`` with :meth:`PeopleWorld.publish_label_info` at activate, and
+:meth:`PeopleWorld.publish` for every frame that ran pose (any camera, any thread), and
 :meth:`PeopleWorld.close` at cleanup. It logs once per missing message package what it does
 not publish, and otherwise needs nothing but the frame's header, result and people.
 """
@@ -29,21 +28,14 @@ import threading
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
 from .optional_msgs import missing_packages
 from .tf_frames import body_tf_message, TF2_MSGS_ERROR, TF_QOS, TF_TOPIC, TFMessage
-from .vision_messages import label_info_msg, LABEL_INFO_TOPIC, LabelInfo, VISION_MSGS_ERROR
-from ..core.body_frames import body_frames, BODY_ID_PREFIX
+from ..core.body_frames import body_frames
 from ..core.people import People
 from ..core.pipeline import FrameResult
-
-#: Latched, as the info topics: reliable, transient local, keep last 1.
-LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @dataclass
@@ -53,14 +45,12 @@ class WorldOptions:
     publish_tf: bool = True  # body_<id> on /tf (when tf2_msgs imports)
     tf_joints: bool = False  # and the REP-155 joint frames
     hri: bool = False  # REP-155 bodies under /humans/bodies (when hri_msgs imports)
-    prefix: str = BODY_ID_PREFIX  # body ids: b12; give each process of a robot its own
 
 
 class PeopleWorld:
     """Body frames and REP-155 bodies of one node's cameras; see the module docstring."""
 
-    def __init__(self, node: Node, options: WorldOptions | None = None,
-                 seg: bool = False) -> None:
+    def __init__(self, node: Node, options: WorldOptions | None = None) -> None:
         self.options = options or WorldOptions()
         self._node = node
         self._lock = threading.Lock()
@@ -69,8 +59,6 @@ class PeopleWorld:
         self._tf = node.create_publisher(TFMessage, TF_TOPIC, TF_QOS) \
             if TF2_MSGS_ERROR is None else None
         self._hri: HriBodies | None = None
-        self._label_info = node.create_publisher(LabelInfo, LABEL_INFO_TOPIC, LATCHED_QOS) \
-            if seg and VISION_MSGS_ERROR is None else None
 
     @property
     def hri(self) -> HriBodies | None:
@@ -82,11 +70,6 @@ class PeopleWorld:
         opts = self.options
         tf = opts.publish_tf and self._tf is not None and self._tf.get_subscription_count() > 0
         return tf or (opts.hri and HRI_MSGS_ERROR is None), tf
-
-    def publish_label_info(self, header: Header) -> None:
-        """Publish the latched ``seg/label_info`` (``vision_msgs/LabelInfo``), if built."""
-        if self._label_info is not None:
-            self._label_info.publish(label_info_msg(header))
 
     def publish(self, camera: str, header: Header, result: FrameResult, people: People,
                 image: np.ndarray | None = None) -> None:
@@ -100,11 +83,11 @@ class PeopleWorld:
         if opts.publish_tf and self._tf is not None and self._tf.get_subscription_count():
             frames = body_frames(people, joints=opts.tf_joints)
             if len(frames):
-                self._tf.publish(body_tf_message(header, frames, opts.prefix))
+                self._tf.publish(body_tf_message(header, frames))
         if opts.hri and HRI_MSGS_ERROR is None:
             with self._lock:
                 if self._hri is None:
-                    self._hri = HriBodies(self._node, opts.prefix)
+                    self._hri = HriBodies(self._node)
             self._hri.update(camera, header, result, people, image)
 
     def forget(self, camera: str) -> None:
@@ -117,10 +100,9 @@ class PeopleWorld:
         if self._hri is not None:
             self._hri.close()
             self._hri = None
-        for pub in (self._tf, self._label_info):
-            if pub is not None:
-                self._node.destroy_publisher(pub)
-        self._tf = self._label_info = None
+        if self._tf is not None:
+            self._node.destroy_publisher(self._tf)
+            self._tf = None
 
 
-__all__ = ['LATCHED_QOS', 'PeopleWorld', 'WorldOptions']
+__all__ = ['PeopleWorld', 'WorldOptions']

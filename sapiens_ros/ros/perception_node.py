@@ -37,8 +37,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 import rclpy.logging
 from rclpy.parameter import Parameter
-from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_system_default,
-                       QoSProfile, ReliabilityPolicy)
+from rclpy.qos import HistoryPolicy, qos_profile_system_default, QoSProfile, ReliabilityPolicy
 
 from .camera import CameraChannel
 from .diagnostics import BatchStats, statuses
@@ -175,11 +174,6 @@ class PerceptionNode(LifecycleNode):
     def stats(self):
         """Counters of the first camera (the only one of a single-camera node)."""
         return self.camera.stats
-
-    @property
-    def people(self):
-        """Tracked people of the first camera (None without tracking or models)."""
-        return self.camera.camera.people if self.cameras else None
 
     def _camera_names(self) -> tuple[str, ...]:
         try:
@@ -358,10 +352,8 @@ class PerceptionNode(LifecycleNode):
         out_qos = QoSProfile(depth=self._param('output_depth'),
                              reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST)
-        info_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         for channel in self.cameras.values():
-            channel.create_publishers(self.tasks, out_qos, info_qos)
+            channel.create_publishers(self.tasks, out_qos)
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:

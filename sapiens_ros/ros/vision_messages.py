@@ -26,7 +26,6 @@ from std_msgs.msg import Header
 
 from ..core.detections import DetectorBoxes
 from ..core.metadata import seg_class_info
-from ..core.people import People
 from ..core.pipeline import FrameResult
 
 try:
@@ -46,17 +45,15 @@ LABEL_INFO_TOPIC = 'seg/label_info'
 PERSON_CLASS = 'person'
 
 
-def detections_msg(header: Header, result: FrameResult,
-                   people: People | None = None) -> Detection2DArray:
+def detections_msg(header: Header, result: FrameResult, ids: np.ndarray) -> Detection2DArray:
     """
     ``pose/detections``: one ``Detection2D`` per person row of ``pose/persons``, same order.
 
     ``bbox``: the person box (centre and size, pixels, theta 0); ``results``: one hypothesis,
-    class ``person`` with the box score; ``id``: the track id as a string (empty untracked).
+    class ``person`` with the box score; ``id``: the track id ``ids[row]`` as a string (empty
+    for -1, untracked).
     """
     pose = result.pose
-    ids = people.ids if people is not None and len(people) == len(pose.boxes) else \
-        np.full(len(pose.boxes), -1)
     msg = Detection2DArray(header=header)
     boxes = np.asarray(pose.boxes, np.float64)
     for box, score, track in zip(boxes.tolist(), pose.box_scores.tolist(), ids.tolist(),

@@ -85,7 +85,6 @@ class StepWorker:
         self._jobs: queue.Queue = queue.Queue(maxsize=1)
         self._running = threading.Event()
         self._infer_busy = self._publish_busy = False
-        self.abandoned = 0  # steps' frames dropped because the node stopped under them
         self.threads: tuple[threading.Thread, ...] = ()
 
     @property
@@ -138,7 +137,6 @@ class StepWorker:
     def _abandon(self, jobs: list[Job]) -> None:
         for job in jobs:
             job.channel.stats.abandoned += 1
-        self.abandoned += len(jobs)
 
     # ------------------------------------------------------------------ inference
     def _work(self) -> None:
@@ -222,16 +220,19 @@ class StepWorker:
         result = outcome.result
         wants_image = any(k.split('.')[0].endswith('overlay') for k in
                           decoded.render.keys() - set(result.rendered))  # not rendered
-        image = decoded.frame.rgb() if wants_image else None
+        world = self.world
+        to_world = world is not None and outcome.people is not None and result.pose is not None
+        crops = to_world and world.options.hri  # REP-155 /cropped needs the input pixels
+        # Converted once: build_messages and the crops only read it.
+        rgb = decoded.frame.rgb() if wants_image or crops else None
         header = decoded.arrival.msg.header
-        msgs = build_messages(header, result, decoded.options, image, outcome.people,
-                              decoded.intrinsics)
+        msgs = build_messages(header, result, decoded.options, rgb if wants_image else None,
+                              outcome.people, decoded.intrinsics)
         for suffix, out in msgs.items():
             job.channel.pubs[suffix].publish(out)
-        world = self.world
-        if world is not None and outcome.people is not None and result.pose is not None:
-            rgb = decoded.frame.rgb() if world.options.hri else None  # for /cropped only
-            world.publish(job.channel.name, header, result, outcome.people, rgb)
+        if to_world:
+            world.publish(job.channel.name, header, result, outcome.people,
+                          rgb if crops else None)
         latency = None
         if _stamp_ns(header.stamp) > 0:
             latency = (self.node.get_clock().now().nanoseconds - _stamp_ns(header.stamp)) / 1e6
