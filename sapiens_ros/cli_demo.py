@@ -177,11 +177,11 @@ class NodeProcess:
 def run(args: argparse.Namespace) -> int:
     """Start the three nodes; return 1 with a hint naming --random-weights if loading fails."""
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
 
     from .core.errors import SapiensError
     from .ros.launch_support import PROFILE_VAR
+    from .ros.executors import make_executor
     from .ros.monitor import Monitor
     from .ros.sample_camera import check_source, SampleCamera
     from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         context = rclpy.Context()
         rclpy.init(context=context)
-        executor = MultiThreadedExecutor(context=context)
+        executor = make_executor(True, context=context)
         nodes.append(SampleCamera(namespace='demo', context=context, parameter_overrides=[
             Parameter('source', value=args.source), Parameter('topic', value=args.topic),
             Parameter('rate', value=args.rate)]))

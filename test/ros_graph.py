@@ -16,14 +16,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 import time
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_fixtures import session_domain_id, TEST_INPUT_SIZE, tiny_model_dir
+from sapiens_ros.ros.executors import make_executor
+
+
+@contextlib.contextmanager
+def switching_threads_often(interval: float = 1e-6):
+    """Let the interpreter switch threads every ``interval`` s: races show in a few cycles."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(interval)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
 
 
 def cloud_array(msg):
@@ -46,7 +59,7 @@ def qos(reliable: bool = True, depth: int = 10, latched: bool = False) -> QoSPro
 
 
 class Graph:
-    """Owns a Context, a tester node and a spinning MultiThreadedExecutor."""
+    """Owns a Context, a tester node and a spinning multi-threaded executor (the node's own)."""
 
     def __init__(self) -> None:
         import torch
@@ -55,7 +68,7 @@ class Graph:
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=session_domain_id())
         self.tester = rclpy.create_node('tester', context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor = make_executor(True, num_threads=4, context=self.context)
         self.executor.add_node(self.tester)
         self.nodes = [self.tester]
         self.received: dict[str, list] = {}

@@ -14,12 +14,16 @@
 
 """REP-155 bodies over Fast DDS: the tracked list, per-body topics that live with their body."""
 
+import threading
+
 import numpy as np
 import pytest
 
 hri = pytest.importorskip('hri_msgs.msg')
 
 import rclpy  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from ros_graph import switching_threads_often  # noqa: E402
 from sapiens_ros.core.keypoint_formats import keypoint_format  # noqa: E402
 from sapiens_ros.core.people import PeopleState  # noqa: E402
 from sapiens_ros.core.tracking import IdAllocator  # noqa: E402
@@ -134,3 +138,35 @@ def test_cameras_of_one_node_share_the_tracked_list_with_unique_ids(graph):
     assert graph.wait(lambda: tracked[-1].ids == ['b3', 'b4'])
     assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/b1/roi') == 0)
     bodies.close()
+
+
+def test_bodies_come_and_go_from_a_worker_thread_under_any_executor(graph):
+    # The node updates bodies from its step worker while an executor spins in another thread.
+    # Destroying a lost body's publishers there must not break the executor, even a plain
+    # rclpy one (a user composing the node): rclpy raises InvalidHandle in the spinning thread
+    # when a publisher's event handler is destroyed between the executor listing it and adding
+    # it to its wait set (ros2/rclpy#1284). Our own executors also survive that (test_executors).
+    node = rclpy.create_node('hri_churn', context=graph.context)
+    executor = MultiThreadedExecutor(num_threads=2, context=graph.context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        bodies = HriBodies(node)
+        tracked = graph.collect(hri.IdsList, f'{BODIES_NS}/tracked')
+        assert graph.wait(lambda: node.count_subscribers(f'{BODIES_NS}/tracked'))
+        frame, state = frame_facing_camera([-0.4, 0.5]), PeopleState()
+        with switching_threads_often():
+            for i in range(150):  # 900 publishers created and destroyed under the executor
+                people = state.update(frame, 1.0 + i)
+                bodies.update('front', _header(1 + i), frame, people, IMAGE)
+                bodies.forget('front')
+        assert spinner.is_alive(), 'the executor thread died'
+        count = len(tracked)
+        bodies.update('front', _header(200), frame, state.update(frame, 200.0), IMAGE)
+        assert graph.wait(lambda: len(tracked) > count and tracked[-1].header.stamp.sec == 200)
+        bodies.close()
+    finally:
+        executor.shutdown()
+        spinner.join(10)
+        node.destroy_node()

@@ -32,6 +32,10 @@ import threading
 
 import numpy as np
 from rclpy.node import Node
+try:
+    from rclpy.event_handler import PublisherEventCallbacks
+except ImportError:  # Humble: the same class, under its old module name
+    from rclpy.qos_event import PublisherEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
@@ -120,7 +124,7 @@ class HriBodies:
         self._lock = threading.Lock()
         self._bodies: dict[str, _Body] = {}
         self._live: dict[str, dict[str, int]] = {}  # camera -> body id -> track id
-        self._tracked = node.create_publisher(IdsList, f'{BODIES_NS}/tracked', HRI_QOS)
+        self._tracked = self._publisher(IdsList, f'{BODIES_NS}/tracked')
 
     @property
     def bodies(self) -> list[str]:
@@ -170,11 +174,10 @@ class HriBodies:
         body = self._bodies.get(name)
         if body is None:
             ns = f'{BODIES_NS}/{name}'
-            create = self._node.create_publisher
             body = self._bodies[name] = _Body(
-                track, create(NormalizedRegionOfInterest2D, f'{ns}/roi', HRI_QOS),
-                create(Image, f'{ns}/cropped', HRI_QOS),
-                create(Skeleton2D, f'{ns}/skeleton2d', HRI_QOS))
+                track, self._publisher(NormalizedRegionOfInterest2D, f'{ns}/roi'),
+                self._publisher(Image, f'{ns}/cropped'),
+                self._publisher(Skeleton2D, f'{ns}/skeleton2d'))
         pose = result.pose
         if body.roi.get_subscription_count():
             body.roi.publish(normalized_roi(header, pose.boxes[row],
@@ -186,6 +189,20 @@ class HriBodies:
             crop = cropped_image(header, image, pose.boxes[row])
             if crop is not None:
                 body.cropped.publish(crop)
+
+    def _publisher(self, msg_type: type, topic: str):
+        """
+        Create a publisher that any thread may destroy while an executor spins.
+
+        Bodies come and go in the step worker's thread. A publisher's QoS event handlers sit in
+        the executor's wait set, and destroying one there between the executor listing it and
+        waiting on it raises ``InvalidHandle`` in the executor's thread, which stops the node.
+        Without handlers the publisher is never in the wait set (a subscriber with incompatible
+        QoS still gets its own warning). See ros2/rclpy#1284 and ``ros.executors``.
+        """
+        return self._node.create_publisher(
+            msg_type, topic, HRI_QOS,
+            event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
 
     def _drop_lost(self) -> None:
         live = set().union(*self._live.values()) if self._live else set()

@@ -48,11 +48,11 @@ import time
 import traceback
 
 import rclpy
-from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
-                             SingleThreadedExecutor)
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from .executors import make_executor
 from ..core.errors import SapiensError
 
 #: Seconds ``sapiens-ros demo``'s own teardown waits for a node's worker threads.
@@ -219,7 +219,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         watch_parent()
-        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+        executor = make_executor(multithreaded)
         node = make_node()
         executor.add_node(node)
         stop.spinning = True
