@@ -37,14 +37,12 @@ class _RebuildOnInvalidHandle:
 
     def wait_for_ready_callbacks(self, *args, **kwargs):
         """As rclpy's, building the wait set again when an entity was destroyed meanwhile."""
-        for attempt in range(MAX_REBUILDS + 1):
+        for _ in range(MAX_REBUILDS):
             try:
                 return super().wait_for_ready_callbacks(*args, **kwargs)
             except InvalidHandle:
-                # The generator that raised is finished: rclpy starts a new one on the next call.
-                if attempt == MAX_REBUILDS:
-                    raise
-        raise AssertionError('unreachable')
+                pass  # the generator that raised is finished: rclpy starts a new one next call
+        return super().wait_for_ready_callbacks(*args, **kwargs)
 
 
 class RobustSingleThreadedExecutor(_RebuildOnInvalidHandle, SingleThreadedExecutor):

@@ -151,7 +151,7 @@ def _wait_for_parent(parent: int, pidfd: int | None) -> None:
         while os.getppid() == parent:
             time.sleep(0.25)
     _say(f'the process that started this one (pid {parent}) exited: stopping')
-    os.kill(os.getpid(), signal.SIGTERM)  # rclpy's handler: the same teardown as any SIGTERM
+    os.kill(os.getpid(), signal.SIGTERM)  # the process's own handler: a SIGTERM's teardown
 
 
 def arm_exit_deadline(code: int, seconds: float = EXIT_DEADLINE_S) -> threading.Event:
