@@ -180,8 +180,8 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.parameter import Parameter
 
     from .core.errors import SapiensError
-    from .ros.launch_support import PROFILE_VAR
     from .ros.executors import make_executor
+    from .ros.launch_support import PROFILE_VAR
     from .ros.monitor import Monitor
     from .ros.sample_camera import check_source, SampleCamera
     from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
