@@ -79,6 +79,13 @@ class Frame:
         return self.pixels
 
 
+def check_pixels(height: int, width: int, max_pixels: int | None, kind: str = 'image') -> None:
+    """Raise :class:`FrameError` when an image of this size is over ``max_pixels`` (None: any)."""
+    if max_pixels and height * width > max_pixels:
+        raise FrameError(f'{kind} {width}x{height} has {height * width} pixels, over the '
+                         f'max_pixels limit {max_pixels}')
+
+
 def _bytes_per_pixel(enc: str) -> int:
     if enc in DEPTH_ENCODINGS:
         raise FrameError(f'{enc.upper()} is a depth encoding (REP 118), not a camera image: '
@@ -131,9 +138,7 @@ def decode_raw(encoding: str, height: int, width: int, step: int, data,
     enc = (encoding or '').strip().lower()
     if height <= 0 or width <= 0:
         raise FrameError(f'image has zero size {width}x{height}')
-    if max_pixels and height * width > max_pixels:
-        raise FrameError(f'image {width}x{height} has {height * width} pixels, over the '
-                         f'max_pixels limit {max_pixels}')
+    check_pixels(height, width, max_pixels)
     bpp = _bytes_per_pixel(enc)
     rows = raw_rows(height, width, step, data, bpp, enc)
     if enc in _PLAIN:
@@ -196,9 +201,7 @@ def decode_compressed(fmt: str, data, max_pixels: int | None = None,
     if kind == 'png' and b'IEND' not in tail:
         raise FrameError('corrupt or truncated PNG: no IEND chunk')
     height, width = compressed_size(buf, kind)  # from the header: nothing decoded yet
-    if max_pixels and height * width > max_pixels:
-        raise FrameError(f'{kind.upper()} image {width}x{height} has {height * width} pixels, '
-                         f'over the max_pixels limit {max_pixels}')
+    check_pixels(height, width, max_pixels, f'{kind.upper()} image')
     pixels = cv2.imdecode(buf, cv2.IMREAD_COLOR)
     if pixels is None or pixels.size == 0:
         raise FrameError(f'corrupt {kind.upper()}: OpenCV could not decode it')
