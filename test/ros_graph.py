@@ -75,8 +75,12 @@ class Graph:
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
-    def perception(self, **params):
-        """Start a PerceptionNode on the tiny checkpoints (test input size) with ``params``."""
+    def perception(self, remap: dict | None = None, **params):
+        """
+        Start a PerceptionNode on the tiny checkpoints (test input size) with ``params``.
+
+        ``remap`` maps the node's topic names to others, as ``-r from:=to`` does.
+        """
         from sapiens_ros.ros.perception_node import PerceptionNode
 
         # One torch thread: the node shares the CPU with the tester (and other test processes);
@@ -85,8 +89,10 @@ class Graph:
         values = {'model_dir': str(tiny_model_dir()), 'input_size': f'{width}x{height}',
                   'cpu_threads': 1}
         values.update(params)
+        args = [a for old, new in (remap or {}).items() for a in ('-r', f'{old}:={new}')]
         node = PerceptionNode(context=self.context, parameter_overrides=[
-            Parameter(k, value=v) for k, v in values.items()])
+            Parameter(k, value=v) for k, v in values.items()],
+            cli_args=['--ros-args', *args] if args else None)
         self.add(node)
         if values.get('autostart', True):  # configure runs from the executor: wait for it
             assert node.autostarted.wait(120), 'autostart did not finish'

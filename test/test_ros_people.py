@@ -139,7 +139,7 @@ def test_depth_plane_gives_metric_keypoints_and_pointmap(graph, encoding):
     ratio = d[rows, cols] / plane_z(cols, rows)
     assert np.median(ratio) == pytest.approx(1.0, abs=0.02)
     diag = _diag(node)
-    assert float(diag['people.depth_scale']) > 0 and int(diag['pairing.paired']) >= 2
+    assert float(diag['people.depth_scale']) > 0 and int(diag['pairing.depth_paired']) >= 2
     assert diag['people.depth_scale_variation'] != ''
     # people/poses: one torso per tracked person, on the plane.
     pose = poses[-1].poses[0]
@@ -296,7 +296,8 @@ def test_sample_camera_plays_an_rgbd_bag_into_the_node(graph, tmp_path):
     infos = graph.collect(CameraInfo, 'camera_info', qos(reliable=False))
     graph.add(SampleCamera(context=graph.context, parameter_overrides=[
         Parameter('source', value=str(bag)), Parameter('rate', value=10.0)]))
-    assert graph.wait(lambda: len(kps) >= 2 and int(_diag(node)['pairing.paired']) >= 2, 60.0)
+    assert graph.wait(lambda: len(kps) >= 2 and
+                      int(_diag(node)['pairing.depth_paired']) >= 2, 60.0)
     colour_stamps = {stamp_ns(i.header.stamp) for i in infos}  # camera_info: colour stamps
     paired = [stamp_ns(d.header.stamp) - 3_000_000 in colour_stamps for d in depths]
     assert sum(paired) >= 2  # the recorded spacing is kept, shifted to now

@@ -22,7 +22,7 @@ pytest.importorskip('rcl_interfaces.msg')
 
 from sapiens_ros.ros.node_params import (PARAM_BY_NAME, PARAMS, parse_cameras,  # noqa: E402
                                          parse_outputs, validate)
-from sapiens_ros.ros.runtime import FrameSlots, NodeStats, Throttle  # noqa: E402
+from sapiens_ros.ros.runtime import FrameSlots, InputRate, NodeStats, Throttle  # noqa: E402
 
 
 def test_every_parameter_has_a_descriptor():
@@ -101,7 +101,34 @@ def test_stats_snapshot():
     stats.on_processed(10.0, {'total': 5.0}, ('seg',))
     stats.on_processed(30.0, {'total': 6.0}, ('seg',))
     stats.on_bad('image')
+    stats.on_bad('camera_info', 'stale', skipped=False)  # the frame was still processed
+    stats.on_lost(3)
     snap = stats.snapshot(dropped=2)
     assert snap['received'] == 4 and snap['processed'] == 2 and snap['dropped'] == 2
     assert snap['latency_p50_ms'] == pytest.approx(20.0)
-    assert snap['bad_inputs'] == {'image': 1} and snap['stage_ms'] == {'total': 6.0}
+    assert snap['bad_inputs'] == {'image': 1, 'camera_info': 1}
+    assert snap['stage_ms'] == {'total': 6.0} and snap['lost'] == 3
+    assert snap['last_failed'] == 'image' and snap['last_error'] == 'camera_info: stale'
+    assert snap['failed_rate_hz'] > 0 and snap['degraded_rate_hz'] > 0
+    again = stats.snapshot(dropped=2)  # rates since the last snapshot
+    assert again['failed_rate_hz'] == again['degraded_rate_hz'] == again['lost_rate_hz'] == 0
+
+
+def test_input_rate_judges_silence_slowness_and_staleness():
+    rate = InputRate(now=0.0)
+    assert rate.judge(5.0, now=0.5) == ('ok', '')  # grace for the first frame
+    assert rate.judge(5.0, now=1.5) == ('slow', 'no frame yet (1.5 s)')
+    assert rate.judge(5.0, now=6.0)[0] == 'stale'
+    for k in range(100):  # 10 Hz for 10 s
+        rate.on_arrival(now=1.0 + k / 10)
+    assert rate.judge(5.0, now=11.0) == ('ok', '')
+    for k in range(20):  # then 4 Hz: under half the usual 10 Hz within 2 s
+        rate.on_arrival(now=11.0 + k / 4)
+    state, reason = rate.judge(5.0, now=15.8)
+    assert state == 'slow' and reason == 'input at 4.0 Hz, under half its usual 10.0 Hz'
+    assert rate.judge(5.0, now=17.75) == ('slow', 'no frame for 2.0 s (usually 10.0 Hz)')
+    assert rate.judge(5.0, now=21.0)[0] == 'stale'
+    assert rate.judge(0.0, now=1000.0)[0] == 'slow'  # stale_after 0: never stale
+    for k in range(400):  # 4 Hz for long: that is its usual rate now
+        rate.on_arrival(now=1000.0 + k / 4)
+    assert rate.judge(5.0, now=1100.0) == ('ok', '')

@@ -50,14 +50,25 @@ class Camera:
 
     Cameras of one node (or one replay) share ``ids``, so a track id names one person across
     every camera (and its ``body_<id>`` TF frame is unique).
+
+    ``given_boxes_max_age``: after a frame that brought its own person boxes (a detector's),
+    pose on the frames without any runs on the boxes the tracker predicts for this many seconds
+    of stamps (0: never); after that the pipeline's own box source takes over.
     """
 
     def __init__(self, name: str, rates: Mapping[str, float] | None = None,
                  people: PeopleConfig | None = None, track: bool = True,
-                 ids: IdAllocator | None = None) -> None:
+                 ids: IdAllocator | None = None, given_boxes_max_age: float = 0.0) -> None:
         self.name = name
         self.budget = RateBudget(rates)
         self.people = PeopleState(people, ids) if track else None
+        self.given_boxes_max_age = given_boxes_max_age
+        self.given_boxes_at: float | None = None  # stamp of the last frame with given boxes
+
+    def between_given_boxes(self, stamp: float) -> bool:
+        """Tell whether a frame stamped ``stamp`` lies within the age bound of given boxes."""
+        at = self.given_boxes_at
+        return at is not None and 0.0 <= stamp - at <= self.given_boxes_max_age
 
     @property
     def stateless(self) -> bool:
@@ -120,11 +131,14 @@ class Scheduler:
             return cam.budget.due(task, stamp)
 
         boxes, origin = request.boxes, 'detections' if request.boxes is not None else ''
-        if boxes is None and 'pose' in request.wanted and box_source == 'seg' and \
-                'seg' in loaded and cam.people is not None and not due('seg') and due('pose'):
-            predicted = self._tracked_boxes(cam.people, stamp, request.pixels.shape[:2])
-            if len(predicted):
-                boxes, origin = predicted, 'tracker'
+        if boxes is None and 'pose' in request.wanted and cam.people is not None and \
+                due('pose'):
+            between_given = cam.between_given_boxes(stamp)
+            if between_given or (box_source == 'seg' and 'seg' in loaded and not due('seg')):
+                predicted = self._tracked_boxes(cam.people, stamp, request.pixels.shape[:2])
+                # between a detector's frames nobody tracked means nobody: no fallback boxes
+                if len(predicted) or between_given:
+                    boxes, origin = predicted, 'tracker'
         plan = plan_tasks(request.wanted, loaded, due=due, box_source=box_source,
                           given_boxes=boxes is not None, people_3d=request.people_3d,
                           depth=bool(request.depth), foreground_only=self.foreground_only)
@@ -180,6 +194,8 @@ class Scheduler:
         for req in requests:
             plan, given, origin = self.plan(req)
             req.camera.budget.consume(plan.run, req.stamp)
+            if origin == 'detections':
+                req.camera.given_boxes_at = req.stamp
             outcomes.append(FrameOutcome(req, plan, origin))
             boxes.append(given)
         todo = [k for k, o in enumerate(outcomes) if o.plan]

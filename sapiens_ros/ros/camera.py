@@ -31,6 +31,11 @@ from collections.abc import Callable
 import dataclasses
 import time
 
+from diagnostic_msgs.msg import DiagnosticStatus
+try:
+    from rclpy.event_handler import SubscriptionEventCallbacks
+except ImportError:  # Humble: the same class, under its old module name
+    from rclpy.qos_event import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header, String
@@ -38,10 +43,11 @@ from std_msgs.msg import Header, String
 from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOptions,
                        OPTIONAL_OUTPUTS, optional_outputs, OUTPUT_TASK, render_request,
                        stamp_seconds, task_outputs, TOPIC_TYPES)
-from .pairing import StreamPairer
 from .runtime import FrameSlots, NodeStats, Throttle
+from .topic_check import existing_type_conflict, resolved, topic_problem
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
+from .wire import read_image
 from ..core.depth import decode_depth, valid_fraction
 from ..core.detections import person_boxes
 from ..core.errors import FrameError
@@ -49,6 +55,7 @@ from ..core.image_codec import decode_message, Frame
 from ..core.intrinsics import Intrinsics
 from ..core.render import RenderRequest
 from ..core.scheduler import Camera, FrameRequest
+from ..core.sync import FramePairing, Refusal, SideStream
 
 #: Which task produces each output, the optional ones (their packages may be missing) too.
 _OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
@@ -64,6 +71,13 @@ LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 #: Detector boxes rejected as broken (counted as a bad input); ``class`` and ``score`` are
 #: filtering, only counted.
 _BROKEN_DETECTIONS = ('nan', 'size', 'outside')
+
+#: What a colour frame does without each side stream (log lines and docs).
+_WITHOUT = {'depth': 'frame processed without depth',
+            'detections': "pose on the tracker's boxes, else the fallback box source"}
+
+#: Seconds after activation before an input that delivered nothing is looked up in the graph.
+TOPIC_CHECK_AFTER_S = 2.0
 
 
 @dataclasses.dataclass
@@ -101,7 +115,11 @@ class CameraChannel:
         self.pubs: dict = {}
         self.info_pubs: dict = {}
         self.subs: list = []
-        self.pairer: StreamPairer | None = None
+        self.inputs: dict[str, tuple[str, type]] = {}  # suffix -> (resolved topic, type)
+        self.input_problems: dict[str, str] = {}  # suffix -> why it delivers nothing
+        self.lost: Counter = Counter()  # messages lost before the callback, per input
+        self.activated = 0.0  # time.monotonic() of the last subscribe
+        self.pairing: FramePairing | None = None
         self.label_info = None  # vision_msgs/LabelInfo publisher (seg, when vision_msgs imports)
         self.camera_info: CameraInfo | None = None
         self.camera_info_time = 0.0
@@ -162,64 +180,117 @@ class CameraChannel:
         return subscribed | (forced & set(self.pubs))
 
     # ------------------------------------------------------------------ input
+    @property
+    def image_suffix(self) -> str:
+        """Return the colour input's suffix: ``image`` or ``image/compressed``."""
+        return 'image/compressed' if self.param('compressed') else 'image'
+
     def subscribe(self, in_qos: QoSProfile, group, detections: bool = False) -> None:
         """
         Subscribe to the image (or image/compressed), camera_info and the side streams.
 
+        The image comes serialised (``raw``): its size is checked before any pixel is copied.
         Side streams: ``depth`` with use_depth, ``detections`` (``Detection2DArray``) when
-        ``detections`` (box_source detections and vision_msgs imports); both paired by stamp.
+        ``detections`` (box_source detections and vision_msgs imports); both paired by stamp
+        (:class:`~sapiens_ros.core.sync.FramePairing`). An input whose topic carries another
+        type is left out, said once in the log and in the diagnostics.
         """
-        if self.param('compressed'):
-            self.subs.append(self.node.create_subscription(
-                CompressedImage, self.topic('image/compressed'), self.on_image, in_qos,
-                callback_group=group))
-        else:
-            self.subs.append(self.node.create_subscription(
-                Image, self.topic('image'), self.on_image, in_qos, callback_group=group))
-        self.subs.append(self.node.create_subscription(
-            CameraInfo, self.topic('camera_info'), self.on_camera_info, in_qos,
-            callback_group=group))
-        sides = {}
-        if self.param('use_depth'):
-            sides['depth'] = (Image, self.param('depth_slop'), self.param('depth_timeout'))
-        if detections:
-            sides['detections'] = (Detection2DArray, self.param('detections_slop'),
-                                   self.param('detections_timeout'))
-        if not sides:
+        self.activated = time.monotonic()
+        self.input_problems.clear()
+        compressed = self.param('compressed')
+        if not self._subscribe(CompressedImage if compressed else Image, self.image_suffix,
+                               self.on_image, in_qos, group, raw=True):
             return
-        self.pairer = StreamPairer(
-            list(sides), max(slop for _, slop, _ in sides.values()),
-            self.param('depth_queue_size'), {s: t for s, (_, _, t) in sides.items()},
-            self.on_paired)
-        for stream, (msg_type, _, _) in sides.items():
-            self.subs.append(self.node.create_subscription(
-                msg_type, self.topic(stream), lambda msg, s=stream: self.pairer.add(s, msg),
-                in_qos, callback_group=group))
+        self._subscribe(CameraInfo, 'camera_info', self.on_camera_info, in_qos, group)
+        sides = []
+        if self.param('use_depth'):
+            sides.append((Image, SideStream('depth', self.param('depth_slop'),
+                                            self.param('depth_timeout'))))
+        if detections:
+            sides.append((Detection2DArray, SideStream(
+                'detections', self.param('detections_slop'), self.param('detections_timeout'))))
+        streams = [spec for msg_type, spec in sides if self._subscribe(
+            msg_type, spec.name, lambda msg, s=spec.name: self.on_side(s, msg), in_qos, group)]
+        if streams:
+            self.pairing = FramePairing(streams, self.on_paired,
+                                        max_offset=self.param('max_stamp_offset'),
+                                        queue_size=self.param('depth_queue_size'))
+
+    def _subscribe(self, msg_type, suffix: str, callback, qos: QoSProfile, group,
+                   raw: bool = False) -> bool:
+        """Subscribe ``suffix``; on a type conflict say why once and return False."""
+        topic = resolved(self.node, self.topic(suffix))
+        problem = existing_type_conflict(self.node, topic, msg_type)
+        if problem is None:
+            events = SubscriptionEventCallbacks(
+                message_lost=lambda info, s=suffix: self._on_lost(s, info.total_count_change))
+            try:
+                sub = self.node.create_subscription(
+                    msg_type, self.topic(suffix), callback, qos, callback_group=group, raw=raw,
+                    event_callbacks=events)
+            except Exception as exc:  # noqa: BLE001 - rclpy's RCLError (a type that appeared
+                problem = f'cannot subscribe {topic}: {exc}'  # meanwhile), an unsupported event
+            else:
+                self.subs.append(sub)
+                self.inputs[suffix] = (sub.topic_name, msg_type)
+                return True
+        self.input_problems[suffix] = problem
+        without = _WITHOUT.get(suffix, 'not subscribed')
+        self.node.get_logger().error(f'{self.label}{suffix}: {problem} ({without})')
+        return False
+
+    def _on_lost(self, suffix: str, count: int) -> None:
+        self.lost[suffix] += count
+        if suffix == self.image_suffix:
+            self.stats.on_lost(count)
 
     def describe_input(self) -> str:
         """Name the subscribed topics for the log."""
-        sides = [s.topic_name for s in self.subs[2:]]
-        paired = f' and {", ".join(sides)} (pairing: {self.pairer.backend})' if sides else ''
-        return f'{self.subs[0].topic_name}{paired}'
+        topics = [topic for suffix, (topic, _) in self.inputs.items() if suffix != 'camera_info']
+        if not topics:
+            return f'{self.label}nothing (see the error above)'
+        paired = f' and {", ".join(topics[1:])} (paired by stamp)' if topics[1:] else ''
+        return f'{topics[0]}{paired}'
 
     def unsubscribe(self) -> None:
         """Destroy the subscriptions and forget the pairing."""
         for sub in self.subs:
             self.node.destroy_subscription(sub)
         self.subs.clear()
-        self.pairer = None
+        self.inputs.clear()
+        self.pairing = None
 
-    def on_image(self, msg) -> None:
-        """Store a colour frame (after pairing it with the side streams, when there are any)."""
+    def on_image(self, raw: bytes) -> None:
+        """Take a serialised colour frame: refuse it when oversized, else pair it and slot it."""
         self.stats.on_received()
-        if self.pairer is None:
+        try:
+            msg = read_image(raw, self.param('compressed'), self.param('max_pixels'))
+        except FrameError as exc:
+            self.bad('compressed' if self.param('compressed') else 'image', str(exc))
+            return
+        if self.pairing is None:
             self.slots.put(self.name, Arrival(msg, time.monotonic()))
             return
-        for stream, seconds in self.pairer.silent().items():  # colour goes on without it
-            fallback = 'without depth' if stream == 'depth' else 'with the fallback box source'
-            self.bad(f'{stream}_missing', f'no {stream} message for {seconds:.1f} s on '
-                     f'{self.topic(stream)}', f'frame processed {fallback}')
-        self.pairer.add_image(msg)
+        for stream, reason in self.pairing.down().items():  # colour goes on without it
+            self.bad(f'{stream}_missing', f'{reason} on {self.inputs[stream][0]}',
+                     _WITHOUT[stream])
+        for refusal in self.pairing.add_frame(stamp_seconds(msg.header.stamp), msg):
+            self._refused(refusal)
+
+    def on_side(self, stream: str, msg) -> None:
+        """Take a side-stream message; refuse it (counted, said) when its stamp is off."""
+        refusal = self.pairing.add_side(stream, stamp_seconds(msg.header.stamp), msg)
+        if refusal is not None:
+            self._refused(refusal)
+
+    def _refused(self, refusal: Refusal) -> None:
+        self.bad(f'{refusal.stream}_stamp', f'{refusal} (on {self.inputs[refusal.stream][0]})',
+                 'message refused')
+
+    def flush_pairing(self) -> None:
+        """Release the frames whose wait for their side messages is over."""
+        if self.pairing is not None:
+            self.pairing.flush()
 
     def on_paired(self, msg, sides: dict) -> None:
         """Put a colour frame and its matched side-stream messages into the newest-frame slot."""
@@ -230,14 +301,75 @@ class CameraChannel:
         self.camera_info = msg
         self.camera_info_time = time.monotonic()
 
-    def bad(self, kind: str, text: str, consequence: str = 'frame skipped') -> None:
-        """Count a bad input of ``kind`` and log it, throttled per kind."""
-        self.stats.on_bad(kind, text)
+    def bad(self, kind: str, text: str, consequence: str | None = None) -> None:
+        """
+        Count a bad input of ``kind`` and log it, throttled per kind.
+
+        ``consequence`` None: the frame was skipped; otherwise what was done instead (the frame
+        was still processed, or only a side message was refused).
+        """
+        self.stats.on_bad(kind, text, skipped=consequence is None)
         suppressed = self.throttle.check(kind)
         if suppressed is not None:
             more = f' ({suppressed} more since the last report)' if suppressed else ''
-            self.node.get_logger().error(
-                f'{self.label}bad input ({kind}): {text}; {consequence}{more}')
+            self.node.get_logger().error(f'{self.label}bad input ({kind}): {text}; '
+                                         f'{consequence or "frame skipped"}{more}')
+
+    # ------------------------------------------------------------------ health
+    def check_inputs(self) -> None:
+        """
+        Look up, once the graph had time to form, why an input delivered nothing (said once).
+
+        Run from the diagnostics timer: a topic nobody publishes, or one of another type, is
+        named with the topics of the expected type that exist.
+        """
+        if not self.subs or time.monotonic() - self.activated < TOPIC_CHECK_AFTER_S:
+            return
+        for suffix, (topic, msg_type) in self.inputs.items():
+            if self._delivered(suffix) or (suffix == 'camera_info' and not (
+                    self.param('calibrated') or self.param('use_depth'))):
+                self.input_problems.pop(suffix, None)
+                continue
+            problem = topic_problem(self.node, topic, msg_type)
+            if problem is None:
+                self.input_problems.pop(suffix, None)
+            elif self.input_problems.get(suffix) != problem:
+                self.input_problems[suffix] = problem
+                self.node.get_logger().warning(f'{self.label}{suffix}: nothing received: '
+                                               f'{problem}')
+
+    def _delivered(self, suffix: str) -> bool:
+        if suffix == 'camera_info':
+            return self.camera_info is not None
+        if suffix in ('image', 'image/compressed'):
+            return self.stats.received > 0
+        return self.pairing is not None and self.pairing.sides[suffix].counts['received'] > 0
+
+    def health(self, stale_after: float) -> list[tuple[bytes, str]]:
+        """
+        Return the problems of this camera's inputs, each with its level.
+
+        A stale, silent or slow image, a side stream that does not pair, an input whose topic
+        delivers nothing.
+        """
+        out = []
+        image = self.image_suffix
+        topic = self.inputs[image][0] if image in self.inputs else self.topic(image)
+        state, reason = self.stats.rate.judge(stale_after)
+        why = f': {self.input_problems[image]}' if image in self.input_problems else ''
+        if state != 'ok':
+            level = DiagnosticStatus.STALE if state == 'stale' else DiagnosticStatus.WARN
+            out.append((level, f'{topic}: {reason}{why}'))
+        elif why:
+            out.append((DiagnosticStatus.WARN, f'{topic}{why}'))
+        down = self.pairing.down() if self.pairing is not None else {}
+        for stream, reason in down.items():
+            out.append((DiagnosticStatus.WARN, f'{self.inputs[stream][0]} does not pair: '
+                        f'{reason} ({_WITHOUT[stream]})'))
+        for suffix, problem in self.input_problems.items():
+            if suffix != image and suffix not in down:
+                out.append((DiagnosticStatus.WARN, f'{suffix}: {problem}'))
+        return out
 
     # ------------------------------------------------------------------ per frame
     def _calibration(self, size: tuple[int, int], why: str) -> tuple[CameraInfo, Intrinsics]:
@@ -289,9 +421,19 @@ class CameraChannel:
         except FrameError:
             return None
 
-    def person_boxes(self, msg, size: tuple[int, int],
-                     max_boxes: int) -> tuple[object, object] | tuple[None, None]:
-        """Return a paired detector message's person boxes and scores (None, None if bad)."""
+    def person_boxes(self, msg, size: tuple[int, int], max_boxes: int,
+                     frame_id: str = '') -> tuple[object, object] | tuple[None, None]:
+        """
+        Return a paired detector message's person boxes and scores (None, None if bad).
+
+        A detection array of another frame than the image's (both named) is refused.
+        """
+        theirs = msg.header.frame_id
+        if theirs and frame_id and theirs.lstrip('/') != frame_id.lstrip('/'):
+            self.bad('detections_frame', f'detections in frame {theirs!r}, the image in '
+                     f'{frame_id!r}: is the detector remapped to another camera?',
+                     "refused: pose on the tracker's boxes, else the fallback box source")
+            return None, None
         classes = [c.strip() for c in self.param('detection_classes').split(',') if c.strip()]
         try:
             found = person_boxes(detector_boxes(msg), size, classes or None,
@@ -331,7 +473,7 @@ class CameraChannel:
             fmt = self.param('compressed_format')
             frame = decode_message(msg, self.param('max_pixels'), None if fmt == 'any' else fmt)
         except FrameError as exc:
-            self.bad('compressed' if isinstance(msg, CompressedImage) else 'image', str(exc))
+            self.bad('compressed' if hasattr(msg, 'format') else 'image', str(exc))
             return None
         size = frame.pixels.shape[:2]
         fx = None
@@ -347,7 +489,8 @@ class CameraChannel:
         boxes = scores = None
         if 'detections' in arrival.sides and 'pose' in wanted and \
                 self.param('box_source') == 'detections':
-            boxes, scores = self.person_boxes(arrival.sides['detections'], size, max_persons)
+            boxes, scores = self.person_boxes(arrival.sides['detections'], size, max_persons,
+                                              msg.header.frame_id)
         intrinsics = self.intrinsics(size) if 'pointmap/camera_info' in outputs else None
         return FrameRequest(
             self.camera, frame.pixels, stamp, wanted, color_order=frame.color_order, fx=fx,
@@ -363,7 +506,8 @@ class CameraChannel:
             for key, value in people.diagnostics().items():
                 out[f'people.{key}'] = '' if value is None else \
                     (f'{value:.4f}' if isinstance(value, float) else value)
-        if self.pairer is not None:
-            out.update(self.pairer.counters())
+        if self.pairing is not None:
+            out.update(self.pairing.counters())
         out.update({f'detections.{k}': n for k, n in self.detections.items()})
+        out.update({f'lost.{k}': n for k, n in self.lost.items()})
         return out

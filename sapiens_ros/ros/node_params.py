@@ -72,8 +72,6 @@ class Param:
 
     def check_type(self, value: Any) -> str | None:
         """Say why ``value`` has the wrong type for this parameter, or None."""
-        if not self.flexible:
-            return None  # rclpy enforces the declared type
         if self.name == 'input_size' and isinstance(value, (list, tuple)):
             return None  # the old [height, width]: parse_size explains both readings
         value = self.coerce(value)
@@ -181,9 +179,15 @@ PARAMS: tuple[Param, ...] = (
           high=1.0),
     Param('detections_slop', 0.05, 'colour and detections stamps pair when closer than this '
           '(s)', applies='activate', low=0.0, high=10.0),
-    Param('detections_timeout', 1.0, 'no detections for this long (s): frames run with the '
-          'fallback box source (counted as bad_input.detections_missing); 0: wait for them',
-          applies='activate', low=0.0, high=3600.0),
+    Param('detections_timeout', 1.0, 'for this long (s) after a frame with detections, pose '
+          "on the frames without runs on the tracker's boxes; no detections paired for this "
+          'long: frames stop waiting for them and pose runs on the fallback box source '
+          '(counted as bad_input.detections_missing); 0: never', applies='activate', low=0.0,
+          high=3600.0),
+    Param('max_stamp_offset', 1.0, 'a depth or detections message stamped further than this '
+          '(s) from the newest colour frame, ahead or behind, is refused and counted '
+          '(bad_input.<stream>_stamp): a zero stamp, a skewed clock', applies='activate',
+          low=0.001, high=3600.0),
     Param('max_persons', 8, 'most persons per frame', low=1, high=64),
     Param('min_person_area', 0.002, 'smallest seg component kept as a person (frame fraction)',
           low=0.0, high=0.99),
@@ -200,6 +204,9 @@ PARAMS: tuple[Param, ...] = (
           '(e.g. "pose/keypoints,seg/labels")'),
     Param('latency_warn_ms', 500.0, 'diagnostics WARN when latency p95 exceeds it',
           low=0.0, high=1e6),
+    Param('stale_timeout', 5.0, 'a camera with no frame for this long (s) is STALE in '
+          '/diagnostics (it is WARN once its input runs under half its usual rate); 0: never',
+          low=0.0, high=3600.0),
     # people (issue 11): tracking, One-Euro smoothing, RGB-D fusion (docs/people.md).
     Param('tracking', True, 'track people across frames: ids in pose/persons, pose/keypoints, '
           'pose/markers and people/ids (false: id -1, nothing smoothed)'),
@@ -236,9 +243,9 @@ PARAMS: tuple[Param, ...] = (
           applies='activate', low=0.0, high=10.0),
     Param('depth_queue_size', 10, 'messages per input the colour/depth pairing keeps',
           applies='activate', low=1, high=1000),
-    Param('depth_timeout', 1.0, 'no depth for this long (s): colour frames go on without '
-          'depth (counted as bad_input.depth_missing); 0: wait for depth', low=0.0,
-          high=3600.0),
+    Param('depth_timeout', 1.0, 'no depth paired for this long (s): colour frames stop '
+          'waiting for depth (counted as bad_input.depth_missing); 0: never', applies='activate',
+          low=0.0, high=3600.0),
     # output encoding (issue 12)
     Param('normal_encoding', '32FC3', 'normal/image encoding: 32FC3 float unit vectors, or '
           '16SC3 int16 components = round(n * 32767) (half the bytes)', choices=NORMAL_ENCODINGS),

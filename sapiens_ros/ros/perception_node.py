@@ -34,6 +34,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 import rclpy.logging
 from rclpy.parameter import Parameter
@@ -45,10 +46,9 @@ from .messages import MessageOptions, TASK_OUTPUTS
 from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras,
                           parse_outputs, validate)
 from .optional_msgs import available, missing_packages
-from .pairing import ThreadLogForwarder
 from .people_world import PeopleWorld, WorldOptions
-from .runtime import FrameSlots
-from .spin import run_node, STOP_TIMEOUT_S
+from .runtime import FrameSlots, ThreadLogForwarder
+from .spin import program_args, run_node, STOP_TIMEOUT_S
 from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
 from ..core.errors import SapiensError
@@ -70,6 +70,9 @@ _PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
 
 #: People-in-the-world options the node forwards (applied from the next frame).
 _WORLD_OPTIONS = ('publish_tf', 'tf_joints', 'hri')
+
+#: Seconds between two looks at the colour frames waiting for their side messages.
+PAIRING_FLUSH_S = 0.02
 
 
 def pipeline_box_source(box_source: str, tasks: tuple[str, ...]) -> str:
@@ -121,7 +124,10 @@ class PerceptionNode(LifecycleNode):
     def __init__(self, node_name: str = 'perception_node', **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         for spec in PARAMS:
-            self.declare_parameter(spec.name, spec.default, spec.descriptor())
+            try:
+                self.declare_parameter(spec.name, spec.default, spec.descriptor())
+            except InvalidParameterTypeException as exc:  # -p / a params file: one line
+                raise SapiensError(str(exc)) from None
         self.max_pixels_limit = int(self._param('max_pixels'))  # the start value bounds it
         self.pipeline: Pipeline | None = None
         self.scheduler: Scheduler | None = None
@@ -151,6 +157,7 @@ class PerceptionNode(LifecycleNode):
                                                qos_profile_system_default)
         self._diag_timer = self.create_timer(1.0, self.publish_diagnostics)
         self._autostart_timer = None
+        self._flush_timer = None  # releases frames waiting for their side messages
         self.autostarted = threading.Event()  # set once autostart has configured (or failed)
         if self._param('autostart'):  # from the executor: services answer while models load
             self._autostart_timer = self.create_timer(
@@ -376,12 +383,21 @@ class PerceptionNode(LifecycleNode):
         for channel in self.cameras.values():
             channel.publish_info(self.tasks, self._param('keypoint_format'))
             channel.subscribe(in_qos, self._input_group, detections)
+            channel.camera.given_boxes_max_age = \
+                self._param('detections_timeout') if detections else 0.0
+        if any(c.pairing is not None for c in self.cameras.values()):
+            self._flush_timer = self.create_timer(PAIRING_FLUSH_S, self._flush_pairings,
+                                                  callback_group=self._input_group)
         self.worker = StepWorker(self, self.scheduler, self.cameras, self.slots,
                                  self.step_settings, self.world)
         self.worker.start()
         self.get_logger().info('active: listening on ' + ', '.join(
             c.describe_input() for c in self.cameras.values()))
         return result
+
+    def _flush_pairings(self) -> None:
+        for channel in self.cameras.values():
+            channel.flush_pairing()
 
     def _stop(self, timeout: float | None = None) -> bool:
         """
@@ -391,6 +407,9 @@ class PerceptionNode(LifecycleNode):
         still in inference is abandoned at once and its results are dropped and counted
         (``frames_abandoned``).
         """
+        if self._flush_timer is not None:
+            self.destroy_timer(self._flush_timer)
+            self._flush_timer = None
         for channel in self.cameras.values():
             channel.unsubscribe()
             if self.world is not None:
@@ -493,9 +512,15 @@ class PerceptionNode(LifecycleNode):
             shared_level = (DiagnosticStatus.OK, state)
         channels = list(self.cameras.values())
         snaps = [c.stats.snapshot(self.slots.dropped[c.name]) for c in channels]
+        problems = [[] for _ in channels]
+        if state == 'active':
+            stale_after = self._param('stale_timeout')
+            for channel, found in zip(channels, problems, strict=True):
+                channel.check_inputs()
+                found.extend(channel.health(stale_after))
         msg = DiagnosticArray(status=statuses(
             self.get_fully_qualified_name(), str(self._param('device')), self._shared_values(),
-            shared_level, channels, snaps, warn_ms, state))
+            shared_level, channels, snaps, problems, warn_ms, state))
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(msg)
         return msg
@@ -521,7 +546,12 @@ def _free_device_memory(pipeline, device=None) -> None:
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of ``ros2 run sapiens_ros perception_node``."""
+    """Entry point of ``ros2 run sapiens_ros perception_node`` (``--help`` lists parameters)."""
+    program_args(args, 'perception_node', 'Sapiens2 perception: camera frames in, people, '
+                 'keypoints, labels, normals and point clouds out (docs/topics.md).',
+                 [(p.name, p.default, p.descriptor().description) for p in PARAMS],
+                 'image (or image/compressed), camera_info, depth, detections; with cameras '
+                 'NAME,...: NAME/image, ...')
     run_node(PerceptionNode, args, multithreaded=True)
 
 

@@ -12,16 +12,21 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""ROS-free building blocks of the node: newest-frame slots, rate/latency stats, throttling."""
+"""ROS-free building blocks of the node: frame slots, input health, stats, throttling, logs."""
 
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable
+import logging
 import threading
 import time
 from typing import Any
 
 import numpy as np
+
+#: Core loggers whose records (the backwards-time reset line) the node repeats in its log.
+CORE_LOGGERS = ('sapiens_ros.core.tracking', 'sapiens_ros.core.people')
 
 
 class FrameSlots:
@@ -85,38 +90,116 @@ class Throttle:
         return self._suppressed.pop(key, 0)
 
 
+class InputRate:
+    """
+    When one input's frames arrived: its usual rate, its rate now and how long it is silent.
+
+    The usual rate is the median frame interval of the last :attr:`HISTORY_S` seconds. The input
+    is *slow* when nothing came for ``max(1 s, 4 usual intervals)``, or when the last
+    ``max(2 s, 4 usual intervals)`` held fewer than half the frames the usual rate gives; it is
+    *stale* when nothing came for ``stale_after``.
+    """
+
+    HISTORY_S = 30.0
+    #: Seconds without a frame before a silent input is a warning, at least (also the grace
+    #: after the start, for discovery and the first frame).
+    SILENT_S = 1.0
+
+    def __init__(self, now: float | None = None) -> None:
+        self.started = time.monotonic() if now is None else now
+        self._times: deque = deque(maxlen=2048)
+        self._lock = threading.Lock()
+
+    def on_arrival(self, now: float | None = None) -> None:
+        """Record one frame."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self._times.append(now)
+            while self._times[0] < now - self.HISTORY_S:
+                self._times.popleft()
+
+    def judge(self, stale_after: float, now: float | None = None) -> tuple[str, str]:
+        """Return ``('ok' | 'slow' | 'stale', reason)``; ``stale_after`` 0 never goes stale."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            times = np.asarray(self._times, np.float64)
+        silent = now - (times[-1] if times.size else self.started)
+        if stale_after > 0 and silent >= stale_after:
+            since = 'for' if times.size else 'since the start, for'
+            return 'stale', f'no frame {since} {silent:.1f} s (stale after {stale_after:g} s)'
+        if not times.size:
+            return ('slow', f'no frame yet ({silent:.1f} s)') \
+                if silent >= self.SILENT_S else ('ok', '')
+        usual = float(np.median(np.diff(times))) if times.size >= 3 else 0.0
+        if silent >= max(self.SILENT_S, 4 * usual):
+            rate = f' (usually {1 / usual:.1f} Hz)' if usual > 0 else ''
+            return 'slow', f'no frame for {silent:.1f} s{rate}'
+        window = max(2.0, 4 * usual)
+        if usual <= 0 or now - times[0] < window:
+            return 'ok', ''
+        recent = int(np.count_nonzero(times > now - window))
+        if recent >= 0.5 * window / usual:
+            return 'ok', ''
+        return 'slow', (f'input at {recent / window:.1f} Hz, under half its usual '
+                        f'{1 / usual:.1f} Hz')
+
+
 class NodeStats:
-    """Counters and windows the diagnostics report (thread-safe, cheap to update)."""
+    """
+    Counters and windows the diagnostics report (thread-safe, cheap to update).
+
+    A bad input either cost its frame (``skipped``: a corrupt image, a failed inference) or only
+    degraded it (the frame was processed without a side stream, a metric scale, some boxes).
+    """
 
     def __init__(self, window: int = 50) -> None:
         self._lock = threading.Lock()
         self.received = 0
         self.processed = 0
+        self.lost = 0  # lost before the callback: the transport's QoS "message lost" events
         self.idle_skipped = 0  # frames with no subscribed output
         self.abandoned = 0  # results dropped because the node stopped while they were in flight
         self.bad_inputs: Counter = Counter()
-        self.last_error = ''
+        self.failed = 0  # bad inputs that cost their frame
+        self.last_error = ''  # the latest bad input of any kind
+        self.last_failed = self.last_degraded = ''  # the latest of each sort
+        self.rate = InputRate()
         self.latencies_ms: deque = deque(maxlen=window)
         self.stage_ms: dict[str, float] = {}
         self.tasks_run: tuple[str, ...] = ()
-        self._mark = (time.monotonic(), 0, 0, 0, 0)
+        self.box_origins: Counter = Counter()  # where each processed frame's pose boxes came from
+        self._mark = (time.monotonic(), 0, 0, 0, 0, 0, 0)
 
     def on_received(self) -> None:
         """Count one input frame."""
         with self._lock:
             self.received += 1
+        self.rate.on_arrival()
 
-    def on_bad(self, kind: str, text: str = '') -> None:
-        """Count one rejected input (or failed frame) of ``kind``; keep the latest reason."""
+    def on_lost(self, count: int) -> None:
+        """Count frames the transport lost before the callback."""
+        with self._lock:
+            self.lost += count
+
+    def on_bad(self, kind: str, text: str = '', skipped: bool = True) -> None:
+        """Count one bad input of ``kind``; ``skipped``: it cost the frame. Keep the reason."""
+        reason = f'{kind}: {text}' if text else kind
         with self._lock:
             self.bad_inputs[kind] += 1
-            self.last_error = f'{kind}: {text}' if text else kind
+            self.last_error = reason
+            if skipped:
+                self.failed += 1
+                self.last_failed = reason
+            else:
+                self.last_degraded = reason
 
     def on_processed(self, latency_ms: float | None, stages: dict[str, float],
-                     tasks: tuple[str, ...]) -> None:
-        """Record one processed frame."""
+                     tasks: tuple[str, ...], box_origin: str = '') -> None:
+        """Record one processed frame (``box_origin``: where its pose boxes came from)."""
         with self._lock:
             self.processed += 1
+            if box_origin:
+                self.box_origins[box_origin] += 1
             if latency_ms is not None:
                 self.latencies_ms.append(latency_ms)
             self.stage_ms = dict(stages)
@@ -126,7 +209,7 @@ class NodeStats:
         """Rates since the previous snapshot, totals, and percentiles of the last latencies."""
         with self._lock:
             now = time.monotonic()
-            t0, rec0, proc0, drop0, bad0 = self._mark
+            t0, rec0, proc0, drop0, failed0, bad0, lost0 = self._mark
             bad = sum(self.bad_inputs.values())
             dt = max(now - t0, 1e-6)
             lat = np.asarray(self.latencies_ms, np.float64)
@@ -134,13 +217,52 @@ class NodeStats:
                 'input_rate_hz': (self.received - rec0) / dt,
                 'processed_rate_hz': (self.processed - proc0) / dt,
                 'dropped_rate_hz': (dropped - drop0) / dt,
-                'failed_rate_hz': (bad - bad0) / dt, 'last_error': self.last_error,
+                'failed_rate_hz': (self.failed - failed0) / dt,
+                'degraded_rate_hz': (bad - self.failed - (bad0 - failed0)) / dt,
+                'lost_rate_hz': (self.lost - lost0) / dt,
+                'last_error': self.last_error, 'last_failed': self.last_failed,
+                'last_degraded': self.last_degraded,
                 'received': self.received, 'processed': self.processed, 'dropped': dropped,
-                'idle_skipped': self.idle_skipped, 'abandoned': self.abandoned,
+                'lost': self.lost, 'idle_skipped': self.idle_skipped,
+                'abandoned': self.abandoned,
                 'latency_p50_ms': float(np.percentile(lat, 50)) if lat.size else float('nan'),
                 'latency_p95_ms': float(np.percentile(lat, 95)) if lat.size else float('nan'),
                 'stage_ms': dict(self.stage_ms), 'bad_inputs': dict(self.bad_inputs),
+                'box_origins': dict(self.box_origins),
                 'tasks_run': self.tasks_run,
             }
-            self._mark = (now, self.received, self.processed, dropped, bad)
+            self._mark = (now, self.received, self.processed, dropped, self.failed, bad,
+                          self.lost)
             return out
+
+
+class ThreadLogForwarder(logging.Handler):
+    """Repeat ``logging`` records emitted on one thread (a node's worker) in an rclpy logger."""
+
+    def __init__(self, ros_logger, thread: Callable[[], threading.Thread | None]) -> None:
+        super().__init__(logging.INFO)
+        self.ros_logger = ros_logger
+        self.thread = thread
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Log ``record`` through the node when its own thread emitted it."""
+        owner = self.thread()
+        if owner is None or record.thread != owner.ident:
+            return
+        text = f'{record.name}: {record.getMessage()}'
+        if record.levelno >= logging.ERROR:
+            self.ros_logger.error(text)
+        elif record.levelno >= logging.WARNING:
+            self.ros_logger.warning(text)
+        else:
+            self.ros_logger.info(text)
+
+    def attach(self) -> None:
+        """Listen to :data:`CORE_LOGGERS`."""
+        for name in CORE_LOGGERS:
+            logging.getLogger(name).addHandler(self)
+
+    def detach(self) -> None:
+        """Stop listening."""
+        for name in CORE_LOGGERS:
+            logging.getLogger(name).removeHandler(self)

@@ -236,5 +236,6 @@ class StepWorker:
         latency = None
         if _stamp_ns(header.stamp) > 0:
             latency = (self.node.get_clock().now().nanoseconds - _stamp_ns(header.stamp)) / 1e6
-        job.channel.stats.on_processed(latency, result.timings, outcome.tasks)
+        job.channel.stats.on_processed(latency, result.timings, outcome.tasks,
+                                       outcome.box_origin)
         return msgs
