@@ -26,12 +26,14 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
+                            RegisterEventHandler, SetEnvironmentVariable)
 from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from sapiens_ros.ros.launch_support import (PACKAGE, parameter_overrides, parse_bool,
-                                            profile_path, PROFILE_VAR)
+from sapiens_ros.ros.launch_support import (check_params_file, PACKAGE, parameter_overrides,
+                                            parse_bool, profile_path, PROFILE_VAR, START_FAILED)
 
 #: Track ids of isolated camera processes start this far apart (ids stay unique on the robot).
 TRACK_ID_BLOCK = 1_000_000
@@ -100,6 +102,7 @@ def _nodes(context, *args, **kwargs):
     if arg['dds_profile'].lower() == 'true' and profile:
         actions.append(SetEnvironmentVariable(PROFILE_VAR, profile))
     params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
+    actions += [LogInfo(msg=warning) for warning in check_params_file(params_file)]
     overrides = parameter_overrides(arg)  # only arguments given override the parameters file
     cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
     namespace = arg['namespace'].strip('/')
@@ -128,6 +131,13 @@ def _nodes(context, *args, **kwargs):
     return actions
 
 
+def _start_failed(event, context) -> None:
+    """Fail the launch (exit status 1) when a node could not start: its error is above."""
+    if event.returncode == START_FAILED and not context.is_shutdown:
+        raise RuntimeError(f'{event.action.name} could not start (exit status {START_FAILED}): '
+                           f'see its error above')
+
+
 def generate_launch_description() -> LaunchDescription:
     """Declare the arguments, then the nodes via an OpaqueFunction."""
     declared = [DeclareLaunchArgument(name, default_value=default, description=desc)
@@ -136,4 +146,5 @@ def generate_launch_description() -> LaunchDescription:
                 arguments=['-d', os.path.join(get_package_share_directory(PACKAGE), 'config',
                                               'sapiens.rviz')],
                 condition=IfCondition(LaunchConfiguration('use_rviz')))
-    return LaunchDescription(declared + [OpaqueFunction(function=_nodes), rviz])
+    failed = RegisterEventHandler(OnProcessExit(on_exit=_start_failed))
+    return LaunchDescription(declared + [failed, OpaqueFunction(function=_nodes), rviz])

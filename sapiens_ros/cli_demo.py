@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 import signal
 import subprocess
 import sys
@@ -106,20 +105,6 @@ def _spin(executor, stopping: threading.Event) -> None:
             raise
 
 
-def _shipped_profile() -> str | None:
-    """Return the shipped Fast DDS profile (installed share, else this source tree), or None."""
-    from .ros.launch_support import PACKAGE, profile_path
-
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        share = get_package_share_directory(PACKAGE)
-    except Exception:  # noqa: BLE001 - not installed by colcon: the source tree's config/
-        share = str(Path(__file__).resolve().parents[1])
-    path = profile_path(share)
-    return path if path and Path(path).is_file() else None
-
-
 def _node_command(args: argparse.Namespace, input_size: str, rgbd: bool) -> list[str]:
     """Return the perception node's command line for these demo flags."""
     from .cli_infer import parse_overrides
@@ -181,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .core.errors import SapiensError
     from .ros.executors import make_executor
-    from .ros.launch_support import PROFILE_VAR
+    from .ros.launch_support import PROFILE_VAR, shipped_profile
     from .ros.monitor import Monitor
     from .ros.sample_camera import check_source, SampleCamera
     from .ros.spin import ignore_stop_signals, restore_signals, STOP_TIMEOUT_S
@@ -194,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     os.environ.setdefault('RCUTILS_CONSOLE_OUTPUT_FORMAT', '[{severity}] [{name}]: {message}')
-    profile = _shipped_profile()
+    profile = shipped_profile()
     if profile:  # frames of 512x512 and more between processes (docs/install.md)
         os.environ[PROFILE_VAR] = profile
     if args.random_weights:

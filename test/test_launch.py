@@ -336,3 +336,51 @@ def test_sigterm_to_launch_leaves_no_node_behind(graph):
         assert 'Traceback' not in proc.output, proc.output
     finally:
         proc.kill()  # the nodes share launch's process group: orphans go too
+
+
+@pytest.mark.parametrize('text, says', [
+    ('/**:\n  ros__parameters:\n    tasks: [pose\n', 'is not valid YAML'),
+    ('perception_node:\n  tasks: pose\n', 'is outside a ros__parameters block'),
+    ('/**:\n  ros__parameters:\n    device: 3\n', 'device must be a str, got 3'),
+    ('/**:\n  ros__parameters:\n    max_persons: 0\n', 'max_persons must be in [1, 64]'),
+])
+def test_bad_params_file_fails_the_launch_naming_the_problem(tmp_path, text, says):
+    params = tmp_path / 'bad.yaml'
+    params.write_text(text)
+    proc = _launch('perception.launch.py', f'params_file:={params}')
+    try:
+        rc = proc.popen.wait(60)
+        assert rc == 1 and says in proc.output and str(params) in proc.output, proc.output
+        assert 'Traceback' not in proc.output and 'process started' not in proc.output
+    finally:
+        proc.kill()
+
+
+def test_a_node_that_cannot_start_fails_the_launch(tmp_path):
+    """A mixed-type list PyYAML reads and rcl refuses: the node exits 2 with one line, launch 1."""
+    params = tmp_path / 'mixed.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    random_weights: true\n'
+                      '    unrelated: [1, "a"]\n')
+    proc = _launch('perception.launch.py', f'params_file:={params}')
+    try:
+        rc = proc.popen.wait(60)
+        out = proc.output
+        assert rc == 1 and 'error: cannot start' in out and 'could not start' in out, out
+        assert 'has no parameter unrelated' in out and 'Traceback' not in out, out
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize('program', ['sample_camera', 'perception_node'])
+def test_programs_explain_themselves(program):
+    proc = Proc([ROS2, 'run', PACKAGE, program, '--help'], env=ros_env(
+        AMENT_PREFIX_PATH=str(PREFIX), PATH=os.pathsep.join(
+            [str(Path(sys.executable).parent), os.environ.get('PATH', '')])))
+    try:
+        assert proc.popen.wait(60) == 0
+        out = proc.output
+        assert 'parameters (--ros-args -p NAME:=VALUE' in out and 'rate (default 5.0)' in out \
+            if program == 'sample_camera' else 'max_stamp_offset (default 1.0)' in out, out
+        assert 'published' not in out
+    finally:
+        proc.kill()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 
 PACKAGE = 'sapiens_ros'
+#: Exit status of a node that could not start (a bad parameter, an unreadable parameters file).
+START_FAILED = 2
 PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilted
 
 #: Launch arguments that become node parameters of that type when given (empty: the
@@ -40,6 +42,24 @@ def profile_path(share: str) -> str | None:
     if os.environ.get(PROFILE_VAR) or os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE'):
         return None
     return os.path.join(share, 'config', 'fastdds_shm.xml')
+
+
+def shipped_profile() -> str | None:
+    """
+    Return the shipped Fast DDS profile to export (installed share, else this source tree).
+
+    None under the conditions of :func:`profile_path` (another RMW, a profile already set).
+    """
+    from pathlib import Path
+
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        share = get_package_share_directory(PACKAGE)
+    except Exception:  # noqa: BLE001 - not installed by colcon: the source tree's config/
+        share = str(Path(__file__).resolve().parents[2])
+    path = profile_path(share)
+    return path if path and Path(path).is_file() else None
 
 
 def parse_bool(name: str, text: str) -> bool:
@@ -68,6 +88,73 @@ def parse_rates(text: str) -> dict[str, float]:
 
     rates = rates_of(text, 'launch argument rates')
     return {f'rates.{task}': rate for task, rate in rates.items()}
+
+
+def check_params_file(path: str, node_name: str = 'perception_node') -> list[str]:
+    """
+    Check a parameters file before a node reads it; raise ValueError naming the problem.
+
+    Catches what would otherwise stop the node with an rcl traceback: a missing file, YAML that
+    does not parse, values outside a ``<node or /**>: ros__parameters:`` block, and a value
+    ``node_name`` refuses (type, range, choice). Returns warnings: parameters of a block for
+    ``node_name`` that it does not declare (a typo), with the nearest declared name.
+    """
+    import difflib
+    from pathlib import Path
+
+    import yaml
+
+    from .node_params import PARAM_BY_NAME, validate
+
+    if not Path(path).is_file():
+        raise ValueError(f'params_file {path}: no such file')
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f'params_file {path} is not valid YAML: {exc}') from None
+    if not isinstance(data, dict):
+        raise ValueError(f'params_file {path} must map node names (or /**) to '
+                         f'"ros__parameters:" blocks, not hold a {type(data).__name__}')
+    warnings = []
+    for keys, params in _parameter_blocks(data, path):
+        if keys and keys[-1] not in ('**', '*', node_name):
+            continue  # another node's block
+        where = f'params_file {path} ({"/".join(keys) or "/"})'
+        for name, value in _flattened(params):
+            if name in PARAM_BY_NAME:
+                reason = validate(name, value)
+                if reason:
+                    raise ValueError(f'{where}: {reason}')
+            elif '.rates.' not in name:  # <camera>.rates.<task> are declared per camera
+                near = difflib.get_close_matches(name, PARAM_BY_NAME, 1)
+                hint = f' (did you mean {near[0]}?)' if near else ''
+                warnings.append(f'{where}: {node_name} has no parameter {name}{hint}')
+    return warnings
+
+
+def _parameter_blocks(data: dict, path: str, keys: tuple[str, ...] = ()):
+    """Yield ``(node name parts, parameters)`` of every ``ros__parameters`` block."""
+    for key, value in data.items():
+        if key == 'ros__parameters':
+            if not isinstance(value, dict):
+                raise ValueError(f'params_file {path}: ros__parameters of '
+                                 f'{"/".join(keys) or "/"} must be a mapping')
+            yield keys, value
+        elif isinstance(value, dict):
+            yield from _parameter_blocks(value, path, keys + tuple(
+                part for part in str(key).split('/') if part))
+        else:
+            raise ValueError(f'params_file {path}: {"/".join((*keys, str(key)))}: {value!r} '
+                             f'is outside a ros__parameters block (indentation?)')
+
+
+def _flattened(params: dict, prefix: str = ''):
+    """Yield ``(dotted name, value)`` as rcl flattens nested parameter mappings."""
+    for key, value in params.items():
+        if isinstance(value, dict):
+            yield from _flattened(value, f'{prefix}{key}.')
+        else:
+            yield f'{prefix}{key}', value
 
 
 def parameter_overrides(args: dict[str, str]) -> dict:

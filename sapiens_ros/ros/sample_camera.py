@@ -24,22 +24,41 @@ the pairing uses.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from builtin_interfaces.msg import Time
 import cv2
 import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from .bag_source import bag_bundles, bag_topics, BagTopics
+from .launch_support import PROFILE_VAR, shipped_profile
 from .messages import image_msg
 from .node_params import declare_float
-from .spin import run_node
+from .spin import program_args, run_node
 from ..core.image_codec import decode_message
 from ..core.video import SourceError, video_frames
+
+
+#: The parameters: name, default, description (declared, and listed by ``--help``, from here).
+PARAMETERS = (
+    ('source', '', 'a video file or a rosbag2 bag (folder, .mcap, .db3) to play; empty: the '
+                   'bundled photo'),
+    ('topic', '', "the bag's colour image topic (empty: its only image topic)"),
+    ('depth_topic', '', "the bag's aligned depth topic (empty: found beside the image; "
+                        "'none': off)"),
+    ('rate', 5.0, 'frames per second'),
+    ('frame_id', 'camera_optical_frame', 'frame_id of every header'),
+    ('fov_deg', 60.0, 'horizontal field of view of the synthesised camera_info (degrees)'),
+    ('loop', True, 'play a video or bag again when it ends'),
+    ('reliable', False, 'publish reliable (keep last 5) instead of the sensor-data QoS'),
+    ('restamp', True, "move each bag frame's stamps to now (the colour/depth spacing kept)"),
+)
 
 
 def bundled_photo() -> np.ndarray:
@@ -105,15 +124,13 @@ class SampleCamera(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(kwargs.pop('node_name', 'sample_camera'), **kwargs)
-        self.declare_parameter('source', '')
-        self.declare_parameter('topic', '')
-        self.declare_parameter('depth_topic', '')  # bag depth topic; '' finds it, 'none': off
-        rate = declare_float(self, 'rate', 5.0, 'frames per second')
-        self.declare_parameter('frame_id', 'camera_optical_frame')
-        self.fov_deg = declare_float(self, 'fov_deg', 60.0, 'horizontal field of view')
-        self.declare_parameter('loop', True)
-        self.declare_parameter('reliable', False)
-        self.declare_parameter('restamp', True)  # each bag frame's stamps moved to now
+        for name, default, text in PARAMETERS:
+            if isinstance(default, float):  # an int given (rate:=10) is taken too
+                declare_float(self, name, default, text)
+            else:
+                self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        rate = float(self.get_parameter('rate').value)
+        self.fov_deg = float(self.get_parameter('fov_deg').value)
         qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
         self.image_pub = self.create_publisher(Image, 'image', qos)
         self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
@@ -199,7 +216,21 @@ class SampleCamera(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of ``ros2 run sapiens_ros sample_camera``."""
+    """
+    Entry point of ``ros2 run sapiens_ros sample_camera`` (``--help`` lists the parameters).
+
+    Uses the shipped Fast DDS profile (its 64 MiB shared memory carries whole frames) unless
+    one is set or ``--no-dds-profile`` is given: with Fast DDS's default 512 KB segment, frames
+    of 512x512 and more are lost on the way, which looks as if the node starved the camera.
+    """
+    options = program_args(
+        args, 'sample_camera', __doc__.strip().split('\n\n')[0], PARAMETERS,
+        'image, camera_info (and depth, for an RGB-D bag)',
+        [('--no-dds-profile', f"keep Fast DDS's default transports (otherwise {PROFILE_VAR} "
+                              f'is set to the shipped profile unless it is set already)')])
+    profile = None if options.no_dds_profile else shipped_profile()
+    if profile:
+        os.environ[PROFILE_VAR] = profile
     run_node(SampleCamera, args)
 
 

@@ -37,7 +37,8 @@ What :func:`run_node` expects from a node (all optional):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+from collections.abc import Callable, Iterable
 import logging
 import os
 import select
@@ -51,9 +52,16 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.utilities import remove_ros_args
 
 from .executors import make_executor
+from .launch_support import START_FAILED
 from ..core.errors import SapiensError
+
+try:
+    from rclpy._rclpy_pybind11 import RCLError
+except ImportError:  # pragma: no cover - Humble's rclpy names its extension module alike
+    RCLError = RuntimeError
 
 #: Seconds ``sapiens-ros demo``'s own teardown waits for a node's worker threads.
 STOP_TIMEOUT_S = 2.0
@@ -200,6 +208,35 @@ class StopSignals:
             raise KeyboardInterrupt
 
 
+def program_args(argv: list[str] | None, prog: str, description: str,
+                 parameters: Iterable[tuple[str, object, str]], topics: str,
+                 options: Iterable[tuple[str, str]] = ()) -> argparse.Namespace:
+    """
+    Parse a node program's own options (the ROS arguments left out); ``--help`` lists them.
+
+    ``parameters`` are ``(name, default, description)``, printed with how to set them;
+    ``options`` are extra ``--flag`` switches ``(flag, help)``. Unknown options exit with
+    status 2 naming them, as argparse does; ``--help`` exits 0.
+    """
+    argv = sys.argv if argv is None else argv
+    listed = '\n'.join(f'  {name} (default {default!r}): {text}'
+                       for name, default, text in parameters)
+    parser = argparse.ArgumentParser(
+        prog=f'ros2 run sapiens_ros {prog}', description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage='%(prog)s [options] [--ros-args -p NAME:=VALUE ... -r TOPIC:=NEW ...]',
+        epilog=f'parameters (--ros-args -p NAME:=VALUE, or --params-file FILE.yaml):\n'
+               f'{listed}\n\ntopics (--ros-args -r TOPIC:=NEW): {topics}')
+    for flag, text in options:
+        parser.add_argument(flag, action='store_true', help=text)
+    try:
+        own = remove_ros_args(argv)[1:]
+    except RCLError as exc:  # a parameters file rcl cannot parse, a bad --ros-args
+        print(f'error: cannot start: {exc}', file=sys.stderr, flush=True)
+        sys.exit(START_FAILED)
+    return parser.parse_args(own)
+
+
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
              multithreaded: bool = False, stop_timeout: float = WORKER_GRACE_S) -> None:
     """
@@ -217,7 +254,10 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
     stop.install()
     code, node, executor = 0, None, None
     try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except RCLError as exc:  # a parameters file rcl cannot parse, a bad --ros-args
+            raise SapiensError(f'cannot start: {exc}') from None
         watch_parent()
         executor = make_executor(multithreaded)
         node = make_node()
@@ -229,7 +269,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, *,
         pass
     except SapiensError as exc:  # a bad parameter at start-up: one line, no traceback
         print(f'error: {exc}', file=sys.stderr, flush=True)
-        code = 2
+        code = START_FAILED
     except Exception:  # noqa: BLE001 - a bug: show it, then the same bounded teardown
         traceback.print_exc()
         code = 1
