@@ -133,17 +133,20 @@ def test_side_stream_stamped_in_the_future_then_correct_recovers_at_once(graph, 
     assert graph.wait(lambda: f'/{side} does not pair' in _status(node)[1], 10)
     level, message, _ = _status(node)
     assert level == DiagnosticStatus.WARN and '+1000000.' in message, message
-    # Correct stamps again: each matches its frame at once. One that arrives after its frame
-    # went on (the executor's order, a loaded machine) is late: it still brings the stream up.
-    for k in range(10, 15):
+    # Correct stamps again: each matches its frame at once (one that comes after its frame was
+    # taken for inference, the executor's order on a loaded machine, counts as late: it still
+    # brings the stream up). The camera is OK again while frames flow.
+    k = 10
+    while _status(node)[0] != DiagnosticStatus.OK:
+        assert k < 60, _status(node)
         rig.frame(t0 + k / 5)
+        k += 1
     counts = node.camera.diagnostics()
     paired = counts[f'pairing.{side}_paired'] + counts[f'pairing.{side}_late']
-    assert paired == 5 and counts[f'pairing.{side}_paired'] >= 1, counts
+    assert paired == k - 10 and counts[f'pairing.{side}_paired'] >= 1, counts
     if side == 'detections':
         assert node.stats.box_origins['detections'] == counts['pairing.detections_paired']
-    assert node.stats.processed == 15 and node.stats.bad_inputs[f'{side}_stamp'] == 10
-    assert graph.wait(lambda: _status(node)[0] == DiagnosticStatus.OK, 10), _status(node)
+    assert node.stats.processed == k and node.stats.bad_inputs[f'{side}_stamp'] == 10
 
 
 def test_zero_stamps_and_a_skewed_clock_are_refused_and_frames_go_on(graph, capfd):
@@ -206,12 +209,14 @@ def test_stalled_camera_goes_warn_then_stale_then_ok(graph):
     player = threading.Thread(target=play, daemon=True)
     player.start()
     try:
-        assert graph.wait(lambda: all(_status(node, i)[0] == DiagnosticStatus.OK
-                                      for i in (1, 2)), 20), [_status(node, i) for i in (1, 2)]
+        assert graph.wait(lambda: all(rigs[c].channel.stats.received >= 10 for c in rigs) and
+                          all(_status(node, i)[0] == DiagnosticStatus.OK for i in (1, 2)),
+                          30), [_status(node, i) for i in (1, 2)]
         running['b'] = False
         assert graph.wait(lambda: _status(node, 2)[0] == DiagnosticStatus.WARN, 10)
         message = _status(node, 2)[1]
-        assert message.startswith('/b/image: no frame for'), message
+        assert message.startswith('/b/image: ') and ('no frame for' in message or
+                                                      'under half its usual' in message), message
         assert graph.wait(lambda: _status(node, 2)[0] == DiagnosticStatus.STALE, 10)
         assert 'stale after 3 s' in _status(node, 2)[1]
         assert _status(node, 1)[0] == DiagnosticStatus.OK  # camera a is fine

@@ -74,6 +74,14 @@ def test_frame_slots_keep_the_newest_per_camera():
     assert got == [[('b', 'late')]] and slots.dropped == {'a': 4}
 
 
+def test_frame_slots_update_a_waiting_frame_only():
+    slots = FrameSlots()
+    slots.put('a', {'sides': {}})
+    assert slots.update('a', lambda item: item['sides'].setdefault('det', 1) == 1)
+    assert slots.take(0.0) == [('a', {'sides': {'det': 1}})]
+    assert not slots.update('a', lambda item: True)  # taken: nothing waits
+
+
 def test_frame_slots_serve_cameras_round_robin():
     """With a limit per step, every camera gets its share: none waits more than one round."""
     slots = FrameSlots()

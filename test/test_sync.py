@@ -201,3 +201,22 @@ def test_side_messages_before_the_first_frame_are_judged_by_it():
     pairing.add_frame(11.1, 'c1')  # 9.5 is now too old to pair: expired, not refused
     counts = pairing.counters()
     assert counts['pairing.det_refused'] == 2 and counts['pairing.det_expired'] == 1
+
+
+def test_a_late_message_is_offered_to_the_newest_released_frame():
+    offered = []
+    pairing, clock, out = _pairing()
+    pairing.on_late = lambda frame, name, msg: offered.append((frame, name, msg)) or True
+    pairing.add_frame(10.0, 'c0')
+    clock.now += MAX_WAIT_S
+    pairing.flush()
+    pairing.add_frame(10.1, 'c1')
+    clock.now += MAX_WAIT_S
+    pairing.flush()
+    assert [m for m, _ in out] == ['c0', 'c1']
+    pairing.add_side('det', 10.0, 'd0')  # late for c0, which is not the newest: not offered
+    pairing.add_side('det', 10.1, 'd1')  # late for c1, the newest: offered, attached
+    assert offered == [('c1', 'det', 'd1')]
+    counts = pairing.counters()
+    assert counts['pairing.det_late'] == 1 and counts['pairing.det_paired'] == 1
+    assert counts['pairing.det_frames_without'] == 1

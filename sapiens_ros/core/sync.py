@@ -27,7 +27,9 @@ stops its camera in silence. Here:
 * **A stream is down** when none of its messages paired for its ``timeout`` (time since the last
   *pair*, not since the last message): a silent stream and one whose stamps never match (a zero
   stamp, a skewed clock) alike. It is up again as soon as one of its messages pairs, also with a
-  frame that has already gone on (counted ``late``), so it recovers within one message.
+  frame that has already gone on, so it recovers within one message. Such a message is offered
+  to the newest released frame (``on_late``: the caller attaches it when that frame still waits
+  for inference); otherwise it is counted ``late``.
 * **A side message stamped further than ``max_offset`` from the newest colour frame** (ahead or
   behind) is refused and returned as a :class:`Refusal` naming the offset and its likely cause;
   it never enters a queue. Queues are pruned by stamp, so nothing can poison them.
@@ -139,15 +141,19 @@ class FramePairing:
 
     Calls come from one thread at a time (``add_frame``, ``add_side``, ``flush``); ``flush``
     must also be called periodically (every 10-20 ms) to release frames whose wait is over when
-    no message arrives. ``clock`` is monotonic seconds (injectable for tests).
+    no message arrives. ``on_late(frame_msg, stream, side_msg) -> bool`` may attach a side message
+    that matches the newest frame after its release (True: attached, counted as paired).
+    ``clock`` is monotonic seconds (injectable for tests).
     """
 
     def __init__(self, streams: Sequence[SideStream], on_frame: Callable[[Any, dict], None], *,
                  max_offset: float = 1.0, queue_size: int = 10,
+                 on_late: Callable[[Any, str, Any], bool] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if max_offset <= 0 or queue_size < 1:
             raise ValueError('need max_offset > 0 and queue_size >= 1')
         self.on_frame = on_frame
+        self.on_late = on_late
         self.max_offset = max_offset
         self.queue_size = queue_size
         self.clock = clock
@@ -155,6 +161,7 @@ class FramePairing:
         self.sides = {s.name: _Side(s, now) for s in streams}
         self._held: deque[_Held] = deque()
         self._recent: deque = deque(maxlen=RECENT_FRAMES)  # (stamp, arrival) of released frames
+        self._released: tuple[float, Any] | None = None  # the newest released frame
         self._newest: float | None = None  # newest colour stamp
         self.frames = 0
         self.restarts = 0
@@ -219,10 +226,16 @@ class FramePairing:
             side.paired(now, now - held.arrived)
             side.counts['paired'] += 1
         else:
-            late = [arrived for s, arrived in self._recent if abs(s - stamp) <= side.spec.slop]
+            late = [(s, arrived) for s, arrived in self._recent
+                    if abs(s - stamp) <= side.spec.slop]
             if late:  # its frame went on without it: the stream is fine, only slow
-                side.paired(now, now - late[-1])
-                side.counts['late'] += 1
+                frame_stamp, arrived = min(late, key=lambda r: abs(r[0] - stamp))
+                side.paired(now, now - arrived)
+                newest = self._released
+                attached = newest is not None and newest[0] == frame_stamp and \
+                    self.on_late is not None and self.on_late(newest[1], name, msg)
+                side.counts['paired' if attached else 'late'] += 1
+                side.counts['frames_without'] -= attached
             else:
                 side.queue[stamp] = (msg, now)
                 while len(side.queue) > self.queue_size:
@@ -253,6 +266,7 @@ class FramePairing:
             if name not in held.sides:
                 side.counts['frames_without'] += 1
         self._recent.append((held.stamp, held.arrived))
+        self._released = (held.stamp, held.msg)
         self.on_frame(held.msg, held.sides)
 
     def _restart(self) -> None:
@@ -260,6 +274,7 @@ class FramePairing:
         while self._held:
             self._release(self._held.popleft(), now)
         self._recent.clear()
+        self._released = None
         for side in self.sides.values():
             side.queue.clear()
             side.newest = -math.inf

@@ -43,7 +43,7 @@ from std_msgs.msg import Header, String
 from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOptions,
                        OPTIONAL_OUTPUTS, optional_outputs, OUTPUT_TASK, render_request,
                        stamp_seconds, task_outputs, TOPIC_TYPES)
-from .runtime import FrameSlots, NodeStats, Throttle
+from .runtime import FrameSlots, NodeStats, Problem, Throttle
 from .topic_check import existing_type_conflict, resolved, topic_problem
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
@@ -214,7 +214,8 @@ class CameraChannel:
         if streams:
             self.pairing = FramePairing(streams, self.on_paired,
                                         max_offset=self.param('max_stamp_offset'),
-                                        queue_size=self.param('depth_queue_size'))
+                                        queue_size=self.param('depth_queue_size'),
+                                        on_late=self.on_late)
 
     def _subscribe(self, msg_type, suffix: str, callback, qos: QoSProfile, group,
                    raw: bool = False) -> bool:
@@ -296,6 +297,15 @@ class CameraChannel:
         """Put a colour frame and its matched side-stream messages into the newest-frame slot."""
         self.slots.put(self.name, Arrival(msg, time.monotonic(), sides))
 
+    def on_late(self, frame_msg, stream: str, side_msg) -> bool:
+        """Attach a side message that came after its frame, if the frame still waits its step."""
+        def attach(arrival: Arrival) -> bool:
+            if arrival.msg is not frame_msg or stream in arrival.sides:
+                return False
+            arrival.sides[stream] = side_msg
+            return True
+        return self.slots.update(self.name, attach)
+
     def on_camera_info(self, msg: CameraInfo) -> None:
         """Keep the newest camera_info."""
         self.camera_info = msg
@@ -345,7 +355,7 @@ class CameraChannel:
             return self.stats.received > 0
         return self.pairing is not None and self.pairing.sides[suffix].counts['received'] > 0
 
-    def health(self, stale_after: float) -> list[tuple[bytes, str]]:
+    def health(self, stale_after: float) -> list[Problem]:
         """
         Return the problems of this camera's inputs, each with its level.
 
@@ -359,16 +369,16 @@ class CameraChannel:
         why = f': {self.input_problems[image]}' if image in self.input_problems else ''
         if state != 'ok':
             level = DiagnosticStatus.STALE if state == 'stale' else DiagnosticStatus.WARN
-            out.append((level, f'{topic}: {reason}{why}'))
+            out.append(Problem(level, f'{topic}: {reason}{why}'))
         elif why:
-            out.append((DiagnosticStatus.WARN, f'{topic}{why}'))
+            out.append(Problem(DiagnosticStatus.WARN, f'{topic}{why}'))
         down = self.pairing.down() if self.pairing is not None else {}
         for stream, reason in down.items():
-            out.append((DiagnosticStatus.WARN, f'{self.inputs[stream][0]} does not pair: '
-                        f'{reason} ({_WITHOUT[stream]})'))
+            out.append(Problem(DiagnosticStatus.WARN, f'{self.inputs[stream][0]} does not pair: '
+                               f'{reason} ({_WITHOUT[stream]})', f'{stream}_missing'))
         for suffix, problem in self.input_problems.items():
             if suffix != image and suffix not in down:
-                out.append((DiagnosticStatus.WARN, f'{suffix}: {problem}'))
+                out.append(Problem(DiagnosticStatus.WARN, f'{suffix}: {problem}'))
         return out
 
     # ------------------------------------------------------------------ per frame

@@ -30,6 +30,7 @@ import threading
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from .camera import CameraChannel
+from .runtime import Problem
 
 
 class BatchStats:
@@ -54,7 +55,7 @@ class BatchStats:
 
 
 def camera_health(snap: dict, warn_ms: float, state: str,
-                  problems: list[tuple[bytes, str]] = ()) -> tuple[bytes, str]:
+                  problems: list[Problem] = ()) -> tuple[bytes, str]:
     """
     Diagnostics level and message of one camera: its input ``problems`` and its stats.
 
@@ -63,15 +64,14 @@ def camera_health(snap: dict, warn_ms: float, state: str,
     input and side streams that do not pair (WARN). From the stats: every frame failed (ERROR),
     some failed, inputs degraded, frames lost before the callback, latency (WARN).
     """
-    reasons = list(problems)
+    reasons = [(p.level, p.text) for p in problems]
     if snap['failed_rate_hz'] > 0:
         every = snap['processed_rate_hz'] == 0
         reasons.append((DiagnosticStatus.ERROR if every else DiagnosticStatus.WARN,
                         f"{'every frame failed' if every else 'frames failing'} "
                         f"({snap['failed_rate_hz']:.2f}/s): {snap['last_failed']}"))
-    said = ' '.join(text for _, text in reasons)
-    if snap['degraded_rate_hz'] > 0 and snap['last_degraded'].split(':')[0].removesuffix(
-            '_missing') not in said:  # a side stream that is down: said above
+    explained = {p.explains for p in problems}  # e.g. a side stream down: said above
+    if snap['degraded_rate_hz'] > 0 and snap['last_degraded_kind'] not in explained:
         reasons.append((DiagnosticStatus.WARN, f"inputs degraded ({snap['degraded_rate_hz']:.2f}"
                         f"/s): {snap['last_degraded']}"))
     if snap['lost_rate_hz'] > 0:
@@ -115,7 +115,7 @@ def camera_values(channel: CameraChannel, snap: dict, warn_ms: float) -> dict:
 
 def statuses(node_name: str, hardware_id: str, shared: dict, shared_level: tuple[bytes, str],
              channels: list[CameraChannel], snaps: list[dict],
-             problems: list[list[tuple[bytes, str]]], warn_ms: float,
+             problems: list[list[Problem]], warn_ms: float,
              state: str) -> list[DiagnosticStatus]:
     """
     Build the node's statuses: one for a single unnamed camera, else shared + one per camera.

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -66,6 +66,12 @@ class FrameSlots:
                 self._order = [k for k in self._order if k not in keys] + keys
             return [(k, self._items.pop(k)) for k in keys]
 
+    def update(self, key: str, change: Callable[[Any], bool]) -> bool:
+        """Apply ``change`` to ``key``'s frame while it still waits; its answer, else False."""
+        with self._cond:
+            item = self._items.get(key)
+            return item is not None and bool(change(item))
+
     def clear(self) -> None:
         """Forget every pending frame (not counted as dropped)."""
         with self._cond:
@@ -88,6 +94,15 @@ class Throttle:
             return None
         self._last[key] = now
         return self._suppressed.pop(key, 0)
+
+
+class Problem(NamedTuple):
+    """One reason a camera is not fine: its diagnostics level, the text, the bad-input kind it
+    explains (a side stream that does not pair explains ``<stream>_missing``)."""
+
+    level: bytes
+    text: str
+    explains: str = ''
 
 
 class InputRate:
@@ -163,6 +178,7 @@ class NodeStats:
         self.failed = 0  # bad inputs that cost their frame
         self.last_error = ''  # the latest bad input of any kind
         self.last_failed = self.last_degraded = ''  # the latest of each sort
+        self.last_degraded_kind = ''
         self.rate = InputRate()
         self.latencies_ms: deque = deque(maxlen=window)
         self.stage_ms: dict[str, float] = {}
@@ -191,7 +207,7 @@ class NodeStats:
                 self.failed += 1
                 self.last_failed = reason
             else:
-                self.last_degraded = reason
+                self.last_degraded, self.last_degraded_kind = reason, kind
 
     def on_processed(self, latency_ms: float | None, stages: dict[str, float],
                      tasks: tuple[str, ...], box_origin: str = '') -> None:
@@ -222,6 +238,7 @@ class NodeStats:
                 'lost_rate_hz': (self.lost - lost0) / dt,
                 'last_error': self.last_error, 'last_failed': self.last_failed,
                 'last_degraded': self.last_degraded,
+                'last_degraded_kind': self.last_degraded_kind,
                 'received': self.received, 'processed': self.processed, 'dropped': dropped,
                 'lost': self.lost, 'idle_skipped': self.idle_skipped,
                 'abandoned': self.abandoned,
