@@ -125,9 +125,18 @@ class _Side:
             return cap
         return min(cap, WAIT_FACTOR * max(self.delays) + WAIT_MARGIN_S)
 
-    def paired(self, now: float, delay: float) -> None:
+    def paired(self, now: float, delay: float, count: str = 'paired') -> None:
+        """Record a match ``delay`` s after its frame arrived (counted as ``count``)."""
         self.last_pair = now
         self.delays.append(max(0.0, delay))
+        self.counts[count] += 1
+
+    def refuse(self, stamp: float, offset: float, max_offset: float) -> Refusal:
+        """Record and return the refusal of a message ``offset`` s from the colour frames."""
+        self.refused = Refusal(self.spec.name, stamp, offset, max_offset)
+        self.last_refused = True
+        self.counts['refused'] += 1
+        return self.refused
 
     def nearest(self, stamp: float) -> float | None:
         """Return the queued stamp nearest ``stamp`` within the slop, or None."""
@@ -186,18 +195,13 @@ class FramePairing:
             for old in [s for s in side.queue if abs(s - stamp) > self.max_offset]:
                 del side.queue[old]
                 if first:
-                    side.refused = Refusal(name, old, old - stamp, self.max_offset)
-                    side.last_refused = True
-                    side.counts['refused'] += 1
-                    refusals.append(side.refused)
+                    refusals.append(side.refuse(old, old - stamp, self.max_offset))
                 else:
                     side.counts['expired'] += 1
             best = side.nearest(stamp)
             if best is not None:
-                side_msg, _ = side.queue.pop(best)
-                held.sides[side.spec.name] = side_msg
+                held.sides[name], _ = side.queue.pop(best)
                 side.paired(now, 0.0)
-                side.counts['paired'] += 1
         self._held.append(held)
         self.flush(now)
         return refusals
@@ -212,10 +216,7 @@ class FramePairing:
         if self._newest is not None:
             offset = stamp - self._newest
             if abs(offset) > self.max_offset:
-                side.refused = Refusal(name, stamp, offset, self.max_offset)
-                side.last_refused = True
-                side.counts['refused'] += 1
-                return side.refused
+                return side.refuse(stamp, offset, self.max_offset)
             side.offset = offset
         side.newest = max(side.newest, stamp)
         waiting = [h for h in self._held if name not in h.sides and
@@ -224,17 +225,15 @@ class FramePairing:
             held = min(waiting, key=lambda h: abs(h.stamp - stamp))
             held.sides[name] = msg
             side.paired(now, now - held.arrived)
-            side.counts['paired'] += 1
         else:
             late = [(s, arrived) for s, arrived in self._recent
                     if abs(s - stamp) <= side.spec.slop]
             if late:  # its frame went on without it: the stream is fine, only slow
                 frame_stamp, arrived = min(late, key=lambda r: abs(r[0] - stamp))
-                side.paired(now, now - arrived)
                 newest = self._released
                 attached = newest is not None and newest[0] == frame_stamp and \
                     self.on_late is not None and self.on_late(newest[1], name, msg)
-                side.counts['paired' if attached else 'late'] += 1
+                side.paired(now, now - arrived, 'paired' if attached else 'late')
                 side.counts['frames_without'] -= attached
             else:
                 side.queue[stamp] = (msg, now)
