@@ -26,8 +26,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
-                            RegisterEventHandler, SetEnvironmentVariable)
+from launch.actions import (DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler,
+                            SetEnvironmentVariable)
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
@@ -102,7 +102,7 @@ def _nodes(context, *args, **kwargs):
     if arg['dds_profile'].lower() == 'true' and profile:
         actions.append(SetEnvironmentVariable(PROFILE_VAR, profile))
     params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
-    actions += [LogInfo(msg=warning) for warning in check_params_file(params_file)]
+    check_params_file(params_file)
     overrides = parameter_overrides(arg)  # only arguments given override the parameters file
     cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
     namespace = arg['namespace'].strip('/')

@@ -27,6 +27,7 @@ Valid on Humble's rclpy (no ``with rclpy.init()``).
 
 from __future__ import annotations
 
+import difflib
 import gc
 import threading
 import time
@@ -34,7 +35,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException
+from rclpy.exceptions import ParameterException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 import rclpy.logging
 from rclpy.parameter import Parameter
@@ -126,7 +127,7 @@ class PerceptionNode(LifecycleNode):
         for spec in PARAMS:
             try:
                 self.declare_parameter(spec.name, spec.default, spec.descriptor())
-            except InvalidParameterTypeException as exc:  # -p / a params file: one line
+            except ParameterException as exc:  # a wrong type or range (-p, a file): one line
                 raise SapiensError(str(exc)) from None
         self.max_pixels_limit = int(self._param('max_pixels'))  # the start value bounds it
         self.pipeline: Pipeline | None = None
@@ -151,6 +152,7 @@ class PerceptionNode(LifecycleNode):
             self.get_logger(), lambda: self.worker.threads[0] if self.worker and
             self.worker.threads else None)
         self._declare_camera_rates(self._camera_names())
+        self._name_undeclared_overrides()
         self._apply_runtime({p.name: self._param(p.name) for p in PARAMS})
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
@@ -197,6 +199,16 @@ class PerceptionNode(LifecycleNode):
                     self.declare_parameter(param, -1.0, ParameterDescriptor(
                         name=param, dynamic_typing=True, description=f'most {task} runs per '
                         f'second on camera {name} (0: every frame; -1: rates.{task})'))
+
+    def _name_undeclared_overrides(self) -> None:
+        """Say once which given parameters this node does not have (a typo), and the nearest."""
+        given = getattr(self, '_parameter_overrides', {})  # rclpy keeps -p and file values here
+        unknown = sorted(n for n in given if not self.has_parameter(n) and
+                         not n.startswith('qos_overrides.') and n != 'use_sim_time')
+        if unknown:
+            near = {n: difflib.get_close_matches(n, PARAM_BY_NAME, 1) for n in unknown}
+            self.get_logger().warning('parameters this node does not have (ignored): ' + ', '.join(
+                f'{n} (did you mean {near[n][0]}?)' if near[n] else n for n in unknown))
 
     def _camera_rates(self, name: str) -> dict[str, float]:
         rates = {}

@@ -97,8 +97,12 @@ class Throttle:
 
 
 class Problem(NamedTuple):
-    """One reason a camera is not fine: its diagnostics level, the text, the bad-input kind it
-    explains (a side stream that does not pair explains ``<stream>_missing``)."""
+    """
+    One reason a camera is not fine: its diagnostics level and text.
+
+    ``explains``: the bad-input kind it accounts for (a side stream that does not pair explains
+    ``<stream>_missing``), so the diagnostics do not say it twice.
+    """
 
     level: bytes
     text: str
