@@ -14,6 +14,7 @@
 
 """Node building blocks without a graph: parameter checks, latest-frame slot, throttle, stats."""
 
+from pathlib import Path
 import threading
 
 import pytest
@@ -23,6 +24,8 @@ pytest.importorskip('rcl_interfaces.msg')
 from sapiens_ros.ros.node_params import (PARAM_BY_NAME, PARAMS, parse_cameras,  # noqa: E402
                                          parse_outputs, validate)
 from sapiens_ros.ros.runtime import FrameSlots, InputRate, NodeStats, Throttle  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_parameter_has_a_descriptor():
@@ -140,3 +143,18 @@ def test_input_rate_judges_silence_slowness_and_staleness():
     for k in range(400):  # 4 Hz for long: that is its usual rate now
         rate.on_arrival(now=1000.0 + k / 4)
     assert rate.judge(5.0, now=1100.0) == ('ok', '')
+
+
+def test_the_launch_side_imports_neither_torch_nor_rclpy(tmp_path):
+    """``ros2 launch`` reads sizes, rates and the params file without the models' stack."""
+    import subprocess
+    import sys
+
+    code = ('import sys\n'
+            'from sapiens_ros.ros.launch_support import check_params_file, parameter_overrides\n'
+            "parameter_overrides({'input_size': '192x256', 'rates': 'seg=5', 'depth': 'd'})\n"
+            "check_params_file('config/perception.yaml')\n"
+            "print(sorted(m for m in ('torch', 'rclpy', 'transformers') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == '[]', out

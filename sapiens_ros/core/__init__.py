@@ -18,17 +18,27 @@ ROS-free Sapiens2 inference core: loading, pre/post-processing, backends seam, p
 Nothing in this package imports rclpy.
 """
 
-from .errors import (CheckpointMismatchError, FrameError, InputSizeError, SapiensError,
-                     UnknownTaskError, WeightsNotFoundError)
-from .letterbox import Letterbox
-from .loading import load_model, resolve_sources
-from .metadata import keypoint_info, seg_class_info
-from .pipeline import FrameResult, Pipeline, PipelineConfig
-from .registry import hub_id, parse_tasks, PERCEPTION_TASKS, TASKS
+from __future__ import annotations
 
-__all__ = [
-    'CheckpointMismatchError', 'FrameError', 'FrameResult', 'InputSizeError', 'Letterbox',
-    'PERCEPTION_TASKS', 'Pipeline', 'PipelineConfig', 'SapiensError', 'TASKS',
-    'UnknownTaskError', 'WeightsNotFoundError', 'hub_id', 'keypoint_info', 'load_model',
-    'parse_tasks', 'resolve_sources', 'seg_class_info',
-]
+import importlib
+
+#: Names this package hands on, and the submodule of each. Loaded on first use, so that light
+#: modules (sizes, rates, errors) import without torch, e.g. in a ``ros2 launch`` process.
+_EXPORTS = {
+    'CheckpointMismatchError': 'errors', 'FrameError': 'errors', 'InputSizeError': 'errors',
+    'SapiensError': 'errors', 'UnknownTaskError': 'errors', 'WeightsNotFoundError': 'errors',
+    'Letterbox': 'letterbox', 'load_model': 'loading', 'resolve_sources': 'loading',
+    'keypoint_info': 'metadata', 'seg_class_info': 'metadata', 'FrameResult': 'pipeline',
+    'Pipeline': 'pipeline', 'PipelineConfig': 'pipeline', 'hub_id': 'registry',
+    'parse_tasks': 'registry', 'PERCEPTION_TASKS': 'registry', 'TASKS': 'registry',
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(f'.{_EXPORTS[name]}', __name__), name)
+    globals()[name] = value
+    return value

@@ -29,7 +29,6 @@ import logging
 import re
 
 from .errors import InputSizeError
-from .loading import has_scale_head, patch_size, scale_head_sizes
 
 LOG = logging.getLogger(__name__)
 _SIZE = re.compile(r'^\s*(\d+)\s*[xX×]\s*(\d+)\s*$')
@@ -94,6 +93,8 @@ def parse_task_sizes(text: str | Mapping[str, str], tasks: Sequence[str] = (),
 
 def legal_sizes(task: str, config) -> str:
     """Describe the sizes ``task``'s head accepts (WIDTHxHEIGHT), for error messages."""
+    from .loading import has_scale_head, patch_size, scale_head_sizes
+
     ph, pw = patch_size(config)
     if task == 'pointmap' and has_scale_head(config):
         hs, ws = scale_head_sizes(config)
@@ -111,6 +112,8 @@ def fit_size(task: str, config, wanted: tuple[int, int]) -> tuple[int, int]:
     Only the pointmap's scale head restricts sizes beyond the patch grid: below its range it
     gets its smallest legal size, above it its largest (each side clamped).
     """
+    from .loading import has_scale_head, patch_size, scale_head_sizes
+
     height, width = (int(v) for v in wanted)
     if task == 'pointmap' and has_scale_head(config):
         hs, ws = scale_head_sizes(config)
