@@ -3,14 +3,21 @@
 # the whole suite under `colcon test`, as a ROS user would: pytest, the ament linters (flake8,
 # pep257, copyright, xmllint) and the launch tests, which start `ros2 launch sapiens_ros ...` from
 # that install. Without colcon it runs plain pytest (the launch tests then skip, saying why).
-# Extra arguments go to pytest.
+# Extra arguments go to pytest. With pytest-xdist the files are spread over
+# SAPIENS_TEST_WORKERS processes (default 2: most tests wait on processes and DDS, not the CPU;
+# each worker has its own ROS_DOMAIN_ID); SAPIENS_TEST_WORKERS=0 runs them in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 py=$root/.venv/bin/python
+workers=${SAPIENS_TEST_WORKERS:-2}
+parallel=()
+if [ "$workers" != 0 ] && "$py" -c 'import xdist' 2>/dev/null; then
+  parallel=(-n "$workers" --dist loadfile)
+fi
 if ! "$py" -c 'import colcon_core' 2>/dev/null; then
   echo "test: colcon not found: plain pytest (launch tests skip)" >&2
-  exec "$py" -m pytest test -q -p no:cacheprovider "$@"
+  exec "$py" -m pytest test -q -p no:cacheprovider ${parallel[@]+"${parallel[@]}"} "$@"
 fi
 ws=$root/build/colcon_ws
 rm -rf "$ws"
@@ -22,7 +29,7 @@ paths=(--paths "$root" --build-base "$ws/build" --install-base "$ws/install")
 echo "== colcon build ($ws)"
 colcon --log-base "$ws/log" build "${paths[@]}" --symlink-install --event-handlers console_cohesion+
 echo "== colcon test"
-pytest_args=(-q "$@")
+pytest_args=(-q ${parallel[@]+"${parallel[@]}"} "$@")
 colcon --log-base "$ws/log" test "${paths[@]}" --event-handlers console_direct+ \
   --pytest-args "${pytest_args[@]}" || true
 colcon test-result --test-result-base "$ws/build"
