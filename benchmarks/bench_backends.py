@@ -35,9 +35,9 @@ import time
 from sapiens_ros.backends.export import export_onnx
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
 from sapiens_ros.backends.torch_runner import TorchRunner
-from sapiens_ros.core.configs import random_model
-from sapiens_ros.core.input_size import parse_size
-from sapiens_ros.core.registry import PERCEPTION_TASKS
+from sapiens_ros.core.models.configs import random_model
+from sapiens_ros.core.models.input_size import parse_size
+from sapiens_ros.core.models.registry import PERCEPTION_TASKS
 import torch
 
 

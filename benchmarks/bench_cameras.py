@@ -58,7 +58,7 @@ def _models(layout: str, tasks: list[str], root: Path) -> list[str]:
         return ['-p', 'random_weights:=true', '-p', f'input_size:={INPUT[1]}x{INPUT[0]}']
     import torch
 
-    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.models.configs import random_model
 
     for i, task in enumerate(tasks):
         if not (root / task / 'config.json').is_file():
@@ -272,7 +272,7 @@ def pose_boxes(args, root: Path) -> None:
 
     from sapiens_ros.backends.factory import load_pipeline
     from sapiens_ros.core import PipelineConfig
-    from sapiens_ros.core.scheduler import Camera, FrameRequest, Scheduler
+    from sapiens_ros.core.pipeline.scheduler import Camera, FrameRequest, Scheduler
     from sapiens_ros.ros.sample_camera import bundled_photo
 
     torch.set_num_threads(2)

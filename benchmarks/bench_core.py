@@ -33,11 +33,11 @@ import time
 
 import numpy as np
 from sapiens_ros.backends.torch_runner import TorchRunner
-from sapiens_ros.core.boxes import crop_windows
-from sapiens_ros.core.configs import random_model
-from sapiens_ros.core.frames import FrameBatch
-from sapiens_ros.core.input_size import parse_size
-from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
+from sapiens_ros.core.models.configs import random_model
+from sapiens_ros.core.models.input_size import parse_size
+from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig
+from sapiens_ros.core.processing.boxes import crop_windows
+from sapiens_ros.core.processing.frames import FrameBatch
 import torch
 
 TARGETS = {'pose': 1.25, 'seg': 1.10, 'normal': 1.10, 'pointmap': 1.10}

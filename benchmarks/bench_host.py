@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_node import default_domain  # noqa: E402, I100 - beside this script
-from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
-from sapiens_ros.core.runners import OUTPUT_NAMES  # noqa: E402
+from sapiens_ros.core.models.runners import OUTPUT_NAMES  # noqa: E402
+from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 import torch  # noqa: E402, I100
 
 INPUT_SIZE = (1024, 768)  # model input H x W (the node's default)
@@ -76,7 +76,7 @@ class FixedRunner:
 def fixed_outputs(frame_hw: tuple[int, int], foreground: float,
                   device: torch.device) -> dict[str, dict[str, torch.Tensor]]:
     """Return plausible fixed head outputs: one person (an ellipse) covering ``foreground``."""
-    from sapiens_ros.core.letterbox import Letterbox
+    from sapiens_ros.core.processing.letterbox import Letterbox
 
     in_h, in_w = INPUT_SIZE
     lb = Letterbox.fit(frame_hw, INPUT_SIZE)
@@ -189,8 +189,8 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
     from sensor_msgs.msg import CompressedImage
     from std_msgs.msg import Header
 
-    from sapiens_ros.core.frames import FrameBatch
-    from sapiens_ros.core.image_codec import decode_message
+    from sapiens_ros.core.media.image_codec import decode_message
+    from sapiens_ros.core.processing.frames import FrameBatch
     from sapiens_ros.ros import messages as M
 
     height, width = frame_hw

@@ -153,7 +153,7 @@ def core_rate(model_dir: str, tasks: str, frames: int) -> float:
     import torch
 
     from sapiens_ros.backends.factory import load_pipeline
-    from sapiens_ros.core.pipeline import PipelineConfig
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
 
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
 
@@ -275,7 +275,7 @@ def main() -> None:
     """Run everything and print the tables."""
     args = build_parser().parse_args()
     global INPUT_SIZE
-    from sapiens_ros.core.input_size import parse_size
+    from sapiens_ros.core.models.input_size import parse_size
 
     INPUT_SIZE = parse_size(args.input_size)
     os.environ['OMP_NUM_THREADS'] = str(args.threads)  # inherited by the node process
@@ -284,7 +284,7 @@ def main() -> None:
     if args.role == 'sub':
         return role_sub(args)
 
-    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.models.configs import random_model
 
     domain = args.domain
     model_dir = tempfile.mkdtemp(prefix='bench_node_')

@@ -37,12 +37,12 @@ import statistics
 import time
 
 import numpy as np
-from sapiens_ros.core.heads.pointmap import PointmapResult
-from sapiens_ros.core.heads.pose import decode_heatmaps, gaussian_heatmaps, PoseResult
-from sapiens_ros.core.people import PeopleState
-from sapiens_ros.core.pipeline import FrameResult
-from sapiens_ros.core.smoothing import OneEuroConfig, OneEuroFilter
-from sapiens_ros.core.tracking import PersonTracker
+from sapiens_ros.core.people.smoothing import OneEuroConfig, OneEuroFilter
+from sapiens_ros.core.people.state import PeopleState
+from sapiens_ros.core.people.tracking import PersonTracker
+from sapiens_ros.core.pipeline.pipeline import FrameResult
+from sapiens_ros.core.processing.heads.pointmap import PointmapResult
+from sapiens_ros.core.processing.heads.pose import decode_heatmaps, gaussian_heatmaps, PoseResult
 import torch
 
 

@@ -49,9 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 from replay_bags import camera_bag, frames  # noqa: E402
 from sapiens_ros.backends.factory import load_pipeline  # noqa: E402
 from sapiens_ros.backends.torch_runner import TorchRunner  # noqa: E402
-from sapiens_ros.core.configs import random_model, save_random_checkpoints  # noqa: E402
-from sapiens_ros.core.input_size import format_size, parse_size  # noqa: E402
-from sapiens_ros.core.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from sapiens_ros.core.models.configs import random_model, save_random_checkpoints  # noqa: E402
+from sapiens_ros.core.models.input_size import format_size, parse_size  # noqa: E402
+from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
 from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, MessageOptions, OUTPUT_TASK  # noqa: E402
 

@@ -41,8 +41,8 @@ import time
 from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import (checkpoint_fingerprint, file_hash, FILE_HASHES,
                                               weights_hash)
-from sapiens_ros.core.configs import random_model
-from sapiens_ros.core.loading import load_model
+from sapiens_ros.core.models.configs import random_model
+from sapiens_ros.core.models.loading import load_model
 
 
 def median_ms(fn, repeats: int) -> float:

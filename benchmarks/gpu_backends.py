@@ -56,10 +56,10 @@ from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import weights_hash
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
 from sapiens_ros.backends.torch_runner import TorchRunner
-from sapiens_ros.core.configs import random_model
-from sapiens_ros.core.input_size import parse_size
-from sapiens_ros.core.loading import parse_dtype
-from sapiens_ros.core.registry import PERCEPTION_TASKS
+from sapiens_ros.core.models.configs import random_model
+from sapiens_ros.core.models.input_size import parse_size
+from sapiens_ros.core.models.loading import parse_dtype
+from sapiens_ros.core.models.registry import PERCEPTION_TASKS
 import torch
 
 #: TFLOP per frame of the real 0.4B heads at 1024x768 (issue reference, attention included).

@@ -63,7 +63,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def check(args: argparse.Namespace) -> None:
     """Check ``--device`` before the slow imports (CUDA asked for without CUDA)."""
-    from .core.loading import parse_device
+    from .core.models.loading import parse_device
 
     parse_device(args.device)
 

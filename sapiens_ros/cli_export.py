@@ -58,8 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _model(args):
-    from .core.configs import random_model
-    from .core.loading import load_model, resolve_sources
+    from .core.models.configs import random_model
+    from .core.models.loading import load_model, resolve_sources
 
     if args.random_weights:
         tiny = args.layout.lower() == 'tiny'
@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
     """Export (and check, and optionally build an engine); return the exit code."""
     from .backends.export import export_onnx, parse_batch, write_report
     from .backends.fingerprint import checkpoint_fingerprint, weights_hash
-    from .core.input_size import format_size, parse_size
-    from .core.loading import parse_device
-    from .core.registry import task_spec
+    from .core.models.input_size import format_size, parse_size
+    from .core.models.loading import parse_device
+    from .core.models.registry import task_spec
 
     task_spec(args.task)
     args.input_size = parse_size(args.input_size, '--input-size')
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _infer_command(args, backend: str, model: Path) -> str:
     """Return an ``infer`` command line that runs the exported head as it stands (pasteable)."""
-    from .core.input_size import format_size
+    from .core.models.input_size import format_size
 
     boxes = ' --boxes full' if args.task == 'pose' else ''  # no seg model needed for the boxes
     return (f'sapiens-ros infer --tasks {args.task} --backend {backend} --model '

@@ -65,14 +65,14 @@ def check_out_dir(path: str) -> None:
 
 def input_size(args: argparse.Namespace) -> tuple[int, int]:
     """Return ``--input-size`` (WIDTHxHEIGHT) as ``(height, width)``; InputSizeError if bad."""
-    from .core.input_size import parse_size
+    from .core.models.input_size import parse_size
 
     return parse_size(args.input_size, '--input-size')
 
 
 def check_model_args(args: argparse.Namespace) -> None:
     """Check ``--device``, ``--input-size`` and ``--providers`` (SapiensError naming the fix)."""
-    from .core.loading import parse_device
+    from .core.models.loading import parse_device
 
     input_size(args)
     device = parse_device(args.device)  # CUDA asked for without CUDA: said before any import
@@ -114,7 +114,7 @@ def check_providers(text: str, backend: str, device) -> None:
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """Model-selection flags shared by every subcommand that loads models."""
-    from .core.registry import DEFAULT_SIZE, PERCEPTION_TASKS
+    from .core.models.registry import DEFAULT_SIZE, PERCEPTION_TASKS
 
     p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS),
                    help='comma-separated tasks (pose,seg,normal,pointmap,matting,backbone)')
@@ -164,7 +164,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 def pipeline_from_args(args: argparse.Namespace, config):
     """Build the Pipeline the model and backend flags describe."""
     from .backends.factory import load_pipeline
-    from .core.registry import parse_tasks
+    from .core.models.registry import parse_tasks
 
     tasks = parse_tasks(args.tasks)
     if args.random_weights:
@@ -197,11 +197,11 @@ def read_image(path: Path) -> np.ndarray:
 def run(args: argparse.Namespace) -> int:
     """Run ``infer``: every readable image is processed; 1 if any could not be."""
     from .cli import NOISE_BANNER
-    from .core.boxes import clip_to_image, parse_boxes
     from .core.errors import FrameError
-    from .core.outputs import write_frame_outputs
-    from .core.pipeline import PipelineConfig
-    from .core.sample_image import sample_image_path
+    from .core.media.outputs import write_frame_outputs
+    from .core.media.sample_image import sample_image_path
+    from .core.pipeline.pipeline import PipelineConfig
+    from .core.processing.boxes import clip_to_image, parse_boxes
 
     boxes = None
     box_source = args.boxes if args.boxes in ('seg', 'full') else 'full'
@@ -259,8 +259,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_video(args: argparse.Namespace, box_source: str, boxes) -> int:
     """``infer --video``: the clip is checked before any model loads, then tracked."""
     from .cli_video import run_video
-    from .core.pipeline import PipelineConfig
-    from .core.video import open_video, SourceError
+    from .core.media.video import open_video, SourceError
+    from .core.pipeline.pipeline import PipelineConfig
 
     if args.images:
         print('error: give image files or --video, not both')

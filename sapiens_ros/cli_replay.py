@@ -96,8 +96,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def check(args: argparse.Namespace) -> None:
     """Check ``--out``, the device and the providers before any model loads."""
     from .cli_infer import check_model_args
-    from .core.budget import parse_rates
     from .core.errors import SapiensError
+    from .core.pipeline.budget import parse_rates
 
     out = Path(args.out).expanduser()
     if out.exists() and not out.is_dir():
@@ -135,7 +135,7 @@ def parse_outputs(text: str, tasks) -> frozenset[str] | None:
 
 def build_pipeline(settings: dict):
     """Load the pipeline the model flags describe (picklable: Ray workers call it)."""
-    from .core.pipeline import PipelineConfig
+    from .core.pipeline.pipeline import PipelineConfig
 
     args = argparse.Namespace(**settings)
     config = PipelineConfig(input_size=input_size(args), box_source=args.boxes,
@@ -145,9 +145,9 @@ def build_pipeline(settings: dict):
 
 def replay_options(args: argparse.Namespace, input_bag: str):
     """Return the :class:`~sapiens_ros.replay.loop.ReplayOptions` of the flags."""
-    from .core.budget import parse_rates
-    from .core.people import PeopleConfig
-    from .core.registry import parse_tasks
+    from .core.models.registry import parse_tasks
+    from .core.people.state import PeopleConfig
+    from .core.pipeline.budget import parse_rates
     from .replay.loop import ReplayOptions
     from .ros.messages import MessageOptions
 

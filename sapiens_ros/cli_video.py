@@ -44,9 +44,9 @@ def run_video(args: argparse.Namespace, pipe, fps: float, frames: Iterator[np.nd
     with its id) and ``<stem>.people.jsonl`` (per frame: ids, torso positions) into ``args.out``.
     """
     from .core.errors import FrameError
-    from .core.people import PeopleState
-    from .core.video import Mp4Writer
-    from .core.visualize import draw_skeleton
+    from .core.media.video import Mp4Writer
+    from .core.media.visualize import draw_skeleton
+    from .core.people.state import PeopleState
 
     path = Path(args.video)
     out = Path(args.out)

@@ -32,7 +32,7 @@ def model_dir(tmp_path_factory):
     """Save one tiny random save_pretrained checkpoint per task, in ``<dir>/<task>/``."""
     from transformers.utils import logging as hf_logging
 
-    from sapiens_ros.core.configs import save_random_checkpoints
+    from sapiens_ros.core.models.configs import save_random_checkpoints
 
     hf_logging.disable_progress_bar()
     root = tmp_path_factory.mktemp('models')

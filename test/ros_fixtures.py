@@ -49,7 +49,7 @@ def tiny_model_dir() -> Path:
     """
     global _ROOT
     if _ROOT is None:
-        from sapiens_ros.core.configs import save_random_checkpoints
+        from sapiens_ros.core.models.configs import save_random_checkpoints
 
         _ROOT = save_random_checkpoints(tempfile.mkdtemp(prefix='sapiens_ros_tiny_'), ALL_TASKS,
                                         input_size=TEST_INPUT_SIZE)
@@ -59,7 +59,7 @@ def tiny_model_dir() -> Path:
 def tiny_pipeline(tasks=ALL_TASKS, **config):
     """Load a pipeline of tiny checkpoints through the real loader."""
     from sapiens_ros.backends.factory import load_pipeline
-    from sapiens_ros.core.pipeline import PipelineConfig
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
 
     return load_pipeline(list(tasks), model_dir=str(tiny_model_dir()),
                          config=PipelineConfig(input_size=TEST_INPUT_SIZE, **config))

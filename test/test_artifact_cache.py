@@ -42,7 +42,7 @@ from sapiens_ros.backends.errors import ParityError  # noqa: E402
 from sapiens_ros.backends.factory import make_runner  # noqa: E402
 from sapiens_ros.backends.fingerprint import checkpoint_fingerprint, FILE_HASHES  # noqa: E402
 from sapiens_ros.cli import main  # noqa: E402
-from sapiens_ros.core.configs import random_model  # noqa: E402
+from sapiens_ros.core.models.configs import random_model  # noqa: E402
 import torch  # noqa: E402
 
 SIZE = (256, 192)

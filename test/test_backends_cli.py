@@ -21,7 +21,7 @@ import onnxruntime as ort
 import pytest
 from sapiens_ros import cli_export
 from sapiens_ros.backends.errors import BackendUnavailableError
-from sapiens_ros.core.configs import random_model
+from sapiens_ros.core.models.configs import random_model
 
 
 def parse(argv):

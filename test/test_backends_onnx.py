@@ -31,11 +31,11 @@ from sapiens_ros.backends.factory import load_pipeline, make_runner
 from sapiens_ros.backends.onnxruntime_runner import choose_providers, OnnxRuntimeRunner
 from sapiens_ros.backends.tensorrt_build import fp32_node_names
 from sapiens_ros.backends.torch_runner import TorchRunner
-from sapiens_ros.core.configs import random_model
 from sapiens_ros.core.errors import InputSizeError
-from sapiens_ros.core.loading import load_model
-from sapiens_ros.core.pipeline import Pipeline, PipelineConfig
-from sapiens_ros.core.runners import OUTPUT_NAMES
+from sapiens_ros.core.models.configs import random_model
+from sapiens_ros.core.models.loading import load_model
+from sapiens_ros.core.models.runners import OUTPUT_NAMES
+from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig
 import skimage.data
 import torch
 

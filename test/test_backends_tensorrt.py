@@ -383,8 +383,8 @@ def test_gpu_tensorrt_engine_matches_torch(tmp_path):
     """Build a real fp32 engine from a tiny pose graph and compare with torch."""
     pytest.importorskip('tensorrt')
     from sapiens_ros.backends.factory import make_runner
-    from sapiens_ros.core.configs import random_model
     from sapiens_ros.backends.torch_runner import TorchRunner
+    from sapiens_ros.core.models.configs import random_model
 
     model = random_model('pose', input_size=(256, 192))
     model.save_pretrained(tmp_path / 'pose')
@@ -405,7 +405,7 @@ def test_gpu_tensorrt_engine_matches_torch(tmp_path):
 @pytest.mark.skipif(not HAS_CUDA, reason='needs CUDA')
 def test_gpu_torch_cuda_graphs_match_eager():
     from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner, TorchRunner
-    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.models.configs import random_model
 
     model = random_model('seg', input_size=(256, 192)).cuda()
     fast = AcceleratedTorchRunner('seg', model, cuda_graphs=True, graph_batches=(2,))
@@ -425,7 +425,7 @@ def test_gpu_ort_cuda_iobinding(tmp_path):
     from sapiens_ros.backends.export import export_onnx
     from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
     from sapiens_ros.backends.torch_runner import TorchRunner
-    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.models.configs import random_model
 
     model = random_model('normal', input_size=(256, 192))
     export_onnx(model, 'normal', tmp_path / 'n.onnx', input_size=(256, 192))
@@ -440,7 +440,7 @@ def test_gpu_ort_cuda_iobinding(tmp_path):
 def test_torch_backend_options_on_cpu(caplog):
     """The torch backend through the factory; CUDA graphs fall back to eager on CPU, loudly."""
     from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner
-    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.models.configs import random_model
 
     model = random_model('normal', input_size=(256, 192))
     with caplog.at_level(logging.WARNING):

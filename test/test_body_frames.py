@@ -16,12 +16,12 @@
 
 import numpy as np
 import pytest
-from sapiens_ros.core.body_frames import body_frames, body_id, JOINT_KEYPOINTS
-from sapiens_ros.core.heads.pose import PoseResult
-from sapiens_ros.core.metadata import keypoint_info
-from sapiens_ros.core.people import People, PeopleState
-from sapiens_ros.core.pipeline import FrameResult
-from sapiens_ros.core.tracking import IdAllocator
+from sapiens_ros.core.models.metadata import keypoint_info
+from sapiens_ros.core.people.body_frames import body_frames, body_id, JOINT_KEYPOINTS
+from sapiens_ros.core.people.state import People, PeopleState
+from sapiens_ros.core.people.tracking import IdAllocator
+from sapiens_ros.core.pipeline.pipeline import FrameResult
+from sapiens_ros.core.processing.heads.pose import PoseResult
 from scipy.spatial.transform import Rotation
 
 NAMES = keypoint_info().names

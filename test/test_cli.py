@@ -20,8 +20,8 @@ import cv2
 import numpy as np
 
 from sapiens_ros.cli import main
-from sapiens_ros.core.outputs import OUTPUT_FILES, read_ply
-from sapiens_ros.core.sample_image import sample_image_path
+from sapiens_ros.core.media.outputs import OUTPUT_FILES, read_ply
+from sapiens_ros.core.media.sample_image import sample_image_path
 
 
 def test_infer_writes_every_output(model_dir, tmp_path, capsys):

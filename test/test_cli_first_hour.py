@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from replay_bags import BASE_NS, camera_bag, cli_env, frames, image_msg, STEP_NS, typestore
 from sapiens_ros.cli import main
-from sapiens_ros.core.sample_image import sample_image_path
+from sapiens_ros.core.media.sample_image import sample_image_path
 
 TINY = ['--random-weights', '--tasks', 'pose', '--input-size', '192x256']
 
@@ -137,7 +137,7 @@ def test_demo_says_which_camera_of_a_bag_it_plays(tmp_path):
 
 
 _LOAD = ('import sys\n'
-         'from sapiens_ros.core.loading import load_model\n'
+         'from sapiens_ros.core.models.loading import load_model\n'
          'load_model("seg", sys.argv[1])\n')
 
 

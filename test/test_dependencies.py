@@ -78,7 +78,7 @@ def test_installed_transformers_has_every_class_the_code_uses():
     """In CI's second venv this runs on transformers at setup.py's floor."""
     import transformers
 
-    from sapiens_ros.core.registry import model_class, TASKS
+    from sapiens_ros.core.models.registry import model_class, TASKS
 
     assert Version(transformers.__version__) >= Version(check_deps.floors()['transformers'])
     for task in TASKS:

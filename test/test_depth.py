@@ -18,13 +18,13 @@ import logging
 
 import numpy as np
 import pytest
-from sapiens_ros.core.depth import (back_project, depth_at, depth_to_metres, DepthScale,
-                                    fit_depth_scale, keypoints_xyz, torso_poses)
 from sapiens_ros.core.errors import FrameError
-from sapiens_ros.core.heads.pointmap import PointmapResult
-from sapiens_ros.core.heads.pose import PoseResult
-from sapiens_ros.core.people import PeopleState
-from sapiens_ros.core.pipeline import FrameResult
+from sapiens_ros.core.people.depth import (back_project, depth_at, depth_to_metres, DepthScale,
+                                           fit_depth_scale, keypoints_xyz, torso_poses)
+from sapiens_ros.core.people.state import PeopleState
+from sapiens_ros.core.pipeline.pipeline import FrameResult
+from sapiens_ros.core.processing.heads.pointmap import PointmapResult
+from sapiens_ros.core.processing.heads.pose import PoseResult
 from scipy.spatial.transform import Rotation
 import torch
 
@@ -181,7 +181,7 @@ def test_people_state_with_depth(caplog):
     assert people.torso_valid.all() and np.isfinite(people.torso_position).all()
     assert np.abs(people.smoothed - people.keypoints).max() < 20
     assert state.diagnostics()['depth_scale'] == people.pointmap_scale
-    with caplog.at_level(logging.WARNING, logger='sapiens_ros.core.people'):
+    with caplog.at_level(logging.WARNING, logger='sapiens_ros.core.people.state'):
         again = state.update(frame_result([200, 430], rng, None), 0.0)
     assert 'time jumped back' in caplog.text and state.resets == 1
     assert set(again.ids.tolist()).isdisjoint(ids[0])  # new ids after the reset

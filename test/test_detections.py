@@ -16,7 +16,7 @@
 
 import numpy as np
 import pytest
-from sapiens_ros.core.detections import DetectorBoxes, person_boxes
+from sapiens_ros.core.processing.detections import DetectorBoxes, person_boxes
 
 SIZE = (480, 640)
 

@@ -45,8 +45,8 @@ from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import checkpoint_fingerprint
 from sapiens_ros.backends.precision import plan_precision
 from sapiens_ros.backends.torch_runner import TorchRunner
-from sapiens_ros.core.loading import load_model
-from sapiens_ros.core.timing import StageTimer
+from sapiens_ros.core.models.loading import load_model
+from sapiens_ros.core.pipeline.timing import StageTimer
 import torch
 
 SIZE = (256, 192)

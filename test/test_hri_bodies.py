@@ -24,9 +24,9 @@ hri = pytest.importorskip('hri_msgs.msg')
 import rclpy  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from ros_graph import switching_threads_often  # noqa: E402
-from sapiens_ros.core.keypoint_formats import keypoint_format  # noqa: E402
-from sapiens_ros.core.people import PeopleState  # noqa: E402
-from sapiens_ros.core.tracking import IdAllocator  # noqa: E402
+from sapiens_ros.core.models.keypoint_formats import keypoint_format  # noqa: E402
+from sapiens_ros.core.people.state import PeopleState  # noqa: E402
+from sapiens_ros.core.people.tracking import IdAllocator  # noqa: E402
 from sapiens_ros.ros.hri_bodies import BODIES_NS, HriBodies  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 import pytest
 from sapiens_ros.core.errors import FrameError
-from sapiens_ros.core.image_codec import decode_compressed, decode_raw
+from sapiens_ros.core.media.image_codec import decode_compressed, decode_raw
 from skimage import data as skdata
 
 

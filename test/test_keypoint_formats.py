@@ -19,8 +19,8 @@ import json
 
 import numpy as np
 import pytest
-from sapiens_ros.core.keypoint_formats import keypoint_format, KEYPOINT_FORMATS
-from sapiens_ros.core.metadata import keypoint_info
+from sapiens_ros.core.models.keypoint_formats import keypoint_format, KEYPOINT_FORMATS
+from sapiens_ros.core.models.metadata import keypoint_info
 
 NAMES = keypoint_info().names
 

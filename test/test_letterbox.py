@@ -17,8 +17,8 @@
 import numpy as np
 import pytest
 from sapiens_ros.core.errors import FrameError
-from sapiens_ros.core.frames import FrameBatch
-from sapiens_ros.core.letterbox import Letterbox, sample_map, sample_points
+from sapiens_ros.core.processing.frames import FrameBatch
+from sapiens_ros.core.processing.letterbox import Letterbox, sample_map, sample_points
 import torch
 
 SIZES = [(512, 512), (480, 640), (720, 1280), (1080, 1920), (1024, 768), (300, 1000), (37, 53)]

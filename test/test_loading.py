@@ -19,11 +19,11 @@ import subprocess
 import sys
 
 import pytest
-from sapiens_ros.core import loading
-from sapiens_ros.core.configs import sapiens2_config
 from sapiens_ros.core.errors import (CheckpointMismatchError, InputSizeError, UnknownTaskError,
                                      WeightsNotFoundError)
-from sapiens_ros.core.registry import hub_id, parse_tasks, TASKS
+from sapiens_ros.core.models import loading
+from sapiens_ros.core.models.configs import sapiens2_config
+from sapiens_ros.core.models.registry import hub_id, parse_tasks, TASKS
 import torch
 
 
@@ -55,7 +55,7 @@ def test_cuda_device_without_cuda_names_the_fix():
 
 
 def test_round_trip_through_save_pretrained(model_dir):
-    from sapiens_ros.core.configs import random_model
+    from sapiens_ros.core.models.configs import random_model
 
     model = loading.load_model('normal', str(model_dir / 'normal'), dtype='fp32')
     fresh = random_model('normal', seed=2, input_size=(256, 192))  # seed of 'normal' in fixture
@@ -98,7 +98,7 @@ def test_checkpoint_of_another_task_is_refused(model_dir):
 
 def test_offline_uncached_hub_id_names_the_fix(tmp_path):
     """A real offline lookup in an empty HF cache (subprocess: the env is read at import)."""
-    code = ('from sapiens_ros.core.loading import load_model\n'
+    code = ('from sapiens_ros.core.models.loading import load_model\n'
             'try:\n    load_model("pose", size="0.4b")\n'
             'except Exception as e:\n    print(type(e).__name__, e)\n')
     env = dict(os.environ, HF_HUB_OFFLINE='1', HF_HOME=str(tmp_path))

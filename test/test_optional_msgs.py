@@ -32,9 +32,9 @@ SCRIPT = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
     import json
     import numpy as np
 
-    from sapiens_ros.core.heads.pose import PoseResult
-    from sapiens_ros.core.people import PeopleState
-    from sapiens_ros.core.pipeline import FrameResult
+    from sapiens_ros.core.processing.heads.pose import PoseResult
+    from sapiens_ros.core.people.state import PeopleState
+    from sapiens_ros.core.pipeline.pipeline import FrameResult
     from sapiens_ros.ros import messages as M
     from sapiens_ros.ros.hri_bodies import HriBodies
     from sapiens_ros.ros.optional_msgs import missing_packages

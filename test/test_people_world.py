@@ -22,7 +22,7 @@ hri = pytest.importorskip('hri_msgs.msg')
 
 import rclpy  # noqa: E402
 from ros_graph import qos  # noqa: E402
-from sapiens_ros.core.people import PeopleState  # noqa: E402
+from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.ros.people_world import PeopleWorld, WorldOptions  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 from test_body_frames import frame_facing_camera, K, SIZE  # noqa: E402

@@ -19,9 +19,9 @@ import pytest
 from sapiens_ros.backends.factory import load_pipeline
 from sapiens_ros.core import PipelineConfig
 from sapiens_ros.core.errors import FrameError, SapiensError
-from sapiens_ros.core.frames import FrameBatch
-from sapiens_ros.core.heads.pointmap import CANONICAL_FOCAL
-from sapiens_ros.core.heads.segmentation import seg_labels
+from sapiens_ros.core.processing.frames import FrameBatch
+from sapiens_ros.core.processing.heads.pointmap import CANONICAL_FOCAL
+from sapiens_ros.core.processing.heads.segmentation import seg_labels
 import torch
 import torch.nn.functional as F
 
@@ -86,7 +86,7 @@ def test_given_and_full_frame_boxes(model_dir, astronaut):
 
 def test_flip_test_is_mirror_equivariant(model_dir, astronaut):
     """With the flip test, a mirrored frame gives exactly the mirrored, side-swapped keypoints."""
-    from sapiens_ros.core.metadata import keypoint_info
+    from sapiens_ros.core.models.metadata import keypoint_info
 
     pipe = load_pipeline('pose', model_dir=str(model_dir), config=PipelineConfig(
         input_size=INPUT, box_source='full', flip_test=True))
@@ -126,7 +126,7 @@ def test_seg_agrees_with_full_resolution_argmax(pipeline, wide_frame):
 
 def test_seg_reduced_precision_upsampling_agrees():
     """The float16 path (used on CUDA) on logits shaped like a trained head's output."""
-    from sapiens_ros.core.letterbox import Letterbox
+    from sapiens_ros.core.processing.letterbox import Letterbox
 
     gen = torch.Generator().manual_seed(0)
     lb = Letterbox.fit((480, 640), (256, 192))
@@ -201,7 +201,7 @@ def test_task_subset_per_call(pipeline, astronaut):
 
 
 def test_channel_argmax_matches_argmax_with_ties():
-    from sapiens_ros.core.heads.segmentation import channel_argmax
+    from sapiens_ros.core.processing.heads.segmentation import channel_argmax
 
     scores = torch.randn(29, 40, 30)
     scores[5, :4] = scores[7, :4] = 100.0  # ties: the lowest index wins, as in argmax

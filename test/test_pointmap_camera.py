@@ -16,10 +16,10 @@
 
 import numpy as np
 import pytest
-from sapiens_ros.core.heads.pointmap import PointmapResult
-from sapiens_ros.core.intrinsics import Intrinsics
-from sapiens_ros.core.pointmap_camera import (fitted_intrinsics, pointmap_intrinsics,
-                                              strided_intrinsics)
+from sapiens_ros.core.processing.heads.pointmap import PointmapResult
+from sapiens_ros.core.processing.intrinsics import Intrinsics
+from sapiens_ros.core.processing.pointmap_camera import (fitted_intrinsics, pointmap_intrinsics,
+                                                         strided_intrinsics)
 
 
 def pinhole(size, fx, fy, cx, cy, noise=0.0, seed=0):

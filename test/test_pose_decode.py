@@ -16,12 +16,12 @@
 
 import numpy as np
 import pytest
-from sapiens_ros.core.boxes import crop_windows, foreground_boxes
-from sapiens_ros.core.frames import FrameBatch
-from sapiens_ros.core.heads.pose import (decode_heatmaps, flip_back, gaussian_heatmaps,
-                                         heatmap_to_image, image_to_heatmap)
-from sapiens_ros.core.letterbox import Letterbox
-from sapiens_ros.core.metadata import keypoint_info
+from sapiens_ros.core.models.metadata import keypoint_info
+from sapiens_ros.core.processing.boxes import crop_windows, foreground_boxes
+from sapiens_ros.core.processing.frames import FrameBatch
+from sapiens_ros.core.processing.heads.pose import (decode_heatmaps, flip_back, gaussian_heatmaps,
+                                                    heatmap_to_image, image_to_heatmap)
+from sapiens_ros.core.processing.letterbox import Letterbox
 import torch
 import torch.nn.functional as F
 

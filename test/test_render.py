@@ -13,9 +13,9 @@
 # limitations under the License.
 
 """
-Rendering in torch (core.render) against the numpy/OpenCV code it replaced.
+Rendering in torch (core.processing.render) against the numpy/OpenCV code it replaced.
 
-The reference functions below are the pre-issue-12 implementations (core/visualize.py and
+The reference functions below are the pre-issue-12 implementations (core/media/visualize.py and
 ros/messages.py at e9f25cf), kept here verbatim. Inputs are a tiny random pipeline's real outputs
 on the astronaut photo; integer arithmetic must match byte for byte, float results within one
 unit of the last place. The overlays are table lookups of OpenCV's own blend, so they are
@@ -26,9 +26,9 @@ import cv2
 import numpy as np
 import pytest
 from ros_fixtures import tiny_pipeline
-from sapiens_ros.core import render as R
-from sapiens_ros.core.hostbuf import as_buffer, host_copy, owning_buffer, to_host
-from sapiens_ros.core.metadata import seg_class_info
+from sapiens_ros.core.models.metadata import seg_class_info
+from sapiens_ros.core.processing import render as R
+from sapiens_ros.core.processing.hostbuf import as_buffer, host_copy, owning_buffer, to_host
 from skimage import data as skdata
 import torch
 
@@ -230,7 +230,7 @@ def test_device_finite_flags(image):
 
 def test_depth_fitted_scale_reaches_the_rendered_cloud(rendered):
     """``with_pointmap_scale`` (issue 11) scales the device-rendered cloud and depth too."""
-    from sapiens_ros.core.people import with_pointmap_scale
+    from sapiens_ros.core.people.state import with_pointmap_scale
 
     result, _, _ = rendered
     before = result.rendered['cloud'].copy()

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from rclpy.serialization import serialize_message
 from replay_bags import BASE_NS, camera_bag, frames, jpeg_msg, STEP_NS, typestore, write_bag
-from sapiens_ros.core.people import PeopleState
+from sapiens_ros.core.people.state import PeopleState
 from sapiens_ros.replay.loop import replay, ReplayOptions
 from sapiens_ros.replay.source import BagError, InputBag
 from sapiens_ros.ros.messages import build_messages, cloud_field, MessageOptions, task_outputs
@@ -38,7 +38,7 @@ INPUT_SIZE = (256, 192)
 def pose_seg(model_dir):
     """Pose + seg (the cheaper heads) through the real loader."""
     from sapiens_ros.backends.factory import load_pipeline
-    from sapiens_ros.core.pipeline import PipelineConfig
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
 
     return load_pipeline('pose,seg', model_dir=str(model_dir),
                          config=PipelineConfig(input_size=INPUT_SIZE))

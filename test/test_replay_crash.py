@@ -130,7 +130,7 @@ def test_duplicate_bag_times_resume_exactly_once(tmp_path, pose_seg, astronaut, 
 def pose_seg(model_dir):
     """Pose + seg (the cheaper heads) through the real loader."""
     from sapiens_ros.backends.factory import load_pipeline
-    from sapiens_ros.core.pipeline import PipelineConfig
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
 
     return load_pipeline('pose,seg', model_dir=str(model_dir),
                          config=PipelineConfig(input_size=(256, 192)))

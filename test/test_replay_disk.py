@@ -153,7 +153,7 @@ def test_disk_full_before_the_first_frame_checkpoint(tmp_path, model_dir, astron
                                                      disk_fills_after):
     """ENOSPC before any frame was checkpointed: nothing kept, yet a closed, readable bag."""
     from sapiens_ros.backends.factory import load_pipeline
-    from sapiens_ros.core.pipeline import PipelineConfig
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
     from sapiens_ros.replay.loop import replay, ReplayOptions
 
     pipe = load_pipeline('pose,seg', model_dir=str(model_dir),

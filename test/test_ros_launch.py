@@ -92,7 +92,7 @@ def test_node_process_with_params_file_namespace_and_dds_profile(graph):
 #: interrupted either. Everything else is the real node.
 SLOW_NODE = """
 import time
-from sapiens_ros.core.pipeline import Pipeline
+from sapiens_ros.core.pipeline.pipeline import Pipeline
 from sapiens_ros.ros.perception_node import main
 _call = Pipeline.__call__
 

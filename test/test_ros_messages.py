@@ -24,7 +24,7 @@ pytest.importorskip('sensor_msgs.msg')
 
 from ros_fixtures import tiny_pipeline  # noqa: E402
 from ros_graph import cloud_array  # noqa: E402
-from sapiens_ros.core.people import PeopleState  # noqa: E402
+from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
 from skimage import data as skdata  # noqa: E402
 
@@ -232,7 +232,7 @@ def test_people_poses_from_depth_and_scaled_pointmap(frame):
 @pytest.mark.parametrize('name', ['coco17', 'openpose18'])
 def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
     """pose/keypoints in another format: each point is the 308 point of its name."""
-    from sapiens_ros.core.keypoint_formats import keypoint_format
+    from sapiens_ros.core.models.keypoint_formats import keypoint_format
 
     _, result = frame
     people = PeopleState().update(result, 1.0)

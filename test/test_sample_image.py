@@ -18,7 +18,7 @@ import stat
 
 import cv2
 import pytest
-from sapiens_ros.core import sample_image
+from sapiens_ros.core.media import sample_image
 
 
 @pytest.fixture

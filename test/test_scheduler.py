@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from sapiens_ros.backends.factory import load_pipeline
 from sapiens_ros.core import PipelineConfig
-from sapiens_ros.core.budget import RateBudget
-from sapiens_ros.core.configs import save_random_checkpoints
 from sapiens_ros.core.errors import InputSizeError
-from sapiens_ros.core.input_size import format_size, parse_size
-from sapiens_ros.core.plan import plan_tasks
-from sapiens_ros.core.scheduler import Camera, FrameRequest, Scheduler
+from sapiens_ros.core.models.configs import save_random_checkpoints
+from sapiens_ros.core.models.input_size import format_size, parse_size
+from sapiens_ros.core.pipeline.budget import RateBudget
+from sapiens_ros.core.pipeline.plan import plan_tasks
+from sapiens_ros.core.pipeline.scheduler import Camera, FrameRequest, Scheduler
 
 INPUT = (256, 192)
 ALL = frozenset({'pose', 'seg', 'normal', 'pointmap'})

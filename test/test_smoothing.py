@@ -15,7 +15,7 @@
 """One-Euro filter: less jitter on a still point, little lag on a moving one, per track."""
 
 import numpy as np
-from sapiens_ros.core.smoothing import OneEuroConfig, OneEuroFilter
+from sapiens_ros.core.people.smoothing import OneEuroConfig, OneEuroFilter
 
 
 def test_still_point_jitter_is_reduced():

@@ -15,7 +15,7 @@
 """FramePairing: colour frames with side streams, which no side stream can block or poison."""
 
 import pytest
-from sapiens_ros.core.sync import FramePairing, MAX_WAIT_S, SideStream
+from sapiens_ros.core.pipeline.sync import FramePairing, MAX_WAIT_S, SideStream
 
 
 class Clock:

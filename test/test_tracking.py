@@ -18,8 +18,8 @@ import logging
 
 import numpy as np
 import pytest
-from sapiens_ros.core.tracking import (IdAllocator, person_confidence, PersonTracker,
-                                       TrackerConfig, UNTRACKED)
+from sapiens_ros.core.people.tracking import (IdAllocator, person_confidence, PersonTracker,
+                                              TrackerConfig, UNTRACKED)
 
 K = 308
 TEMPLATE = np.random.default_rng(0).uniform(-0.45, 0.45, (K, 2))
@@ -139,7 +139,7 @@ def test_backwards_time_jump_resets_with_a_log_line(caplog):
     rng = np.random.default_rng(7)
     tracker = PersonTracker()
     frames = [(float(t), [('a', (300, 300), (120, 300), 0.9)]) for t in (5.0, 5.1, 5.2, 0.0)]
-    with caplog.at_level(logging.WARNING, logger='sapiens_ros.core.tracking'):
+    with caplog.at_level(logging.WARNING, logger='sapiens_ros.core.people.tracking'):
         seen = run(tracker, frames, rng)
     assert seen['a'][:3] == [seen['a'][0]] * 3 and seen['a'][3] > seen['a'][2]
     assert tracker.resets == 1 and 'time jumped back' in caplog.text
@@ -216,7 +216,7 @@ def test_predict_boxes_without_keypoints_use_the_last_box_and_drop_old_or_outsid
 
 
 def test_people_state_predict_boxes_is_empty_without_tracking():
-    from sapiens_ros.core.people import PeopleConfig, PeopleState
+    from sapiens_ros.core.people.state import PeopleConfig, PeopleState
 
     ids, boxes = PeopleState(PeopleConfig(tracking=False)).predict_boxes(1.0)
     assert ids.shape == (0,) and boxes.shape == (0, 4)

@@ -28,10 +28,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from sapiens_ros.core.heads.pose import PoseResult
-from sapiens_ros.core.people import PeopleConfig, PeopleState
-from sapiens_ros.core.pipeline import FrameResult
-from sapiens_ros.core.tracking import PersonTracker, TrackerConfig, UNTRACKED
+from sapiens_ros.core.people.state import PeopleConfig, PeopleState
+from sapiens_ros.core.people.tracking import PersonTracker, TrackerConfig, UNTRACKED
+from sapiens_ros.core.pipeline.pipeline import FrameResult
+from sapiens_ros.core.processing.heads.pose import PoseResult
 
 K = 308
 SIZE = (480, 640)  # height, width

@@ -23,8 +23,8 @@ vision = pytest.importorskip('vision_msgs.msg')
 
 from ros_fixtures import tiny_pipeline  # noqa: E402
 from ros_graph import qos  # noqa: E402
-from sapiens_ros.core.metadata import seg_class_info  # noqa: E402
-from sapiens_ros.core.people import PeopleState  # noqa: E402
+from sapiens_ros.core.models.metadata import seg_class_info  # noqa: E402
+from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
 from sapiens_ros.ros.vision_messages import (DETECTIONS_OUTPUT, label_info_msg,  # noqa: E402
                                              LABEL_INFO_TOPIC)
@@ -94,7 +94,7 @@ def test_label_info_is_latched_for_late_subscribers(graph):
 
 
 def test_pointmap_camera_info_over_dds_matches_the_depth_image(graph):
-    from sapiens_ros.core.intrinsics import Intrinsics
+    from sapiens_ros.core.processing.intrinsics import Intrinsics
     from sensor_msgs.msg import CameraInfo, Image
 
     image = skdata.astronaut()[::2, ::2].copy()

@@ -15,8 +15,8 @@
 """Overlays: track ids drawn in their colours on the real photo."""
 
 import numpy as np
-from sapiens_ros.core.sample_image import sample_image_path
-from sapiens_ros.core.visualize import draw_skeleton, id_color, UNTRACKED_COLOR
+from sapiens_ros.core.media.sample_image import sample_image_path
+from sapiens_ros.core.media.visualize import draw_skeleton, id_color, UNTRACKED_COLOR
 from skimage import io
 
 
@@ -37,7 +37,7 @@ def test_ids_colour_boxes_and_links_and_are_written():
 
 def test_other_keypoint_formats_draw_their_own_links():
     """A monitor of a node publishing coco17 or openpose18 draws those skeletons."""
-    from sapiens_ros.core.keypoint_formats import keypoint_format
+    from sapiens_ros.core.models.keypoint_formats import keypoint_format
 
     photo = np.zeros((200, 200, 3), np.uint8)
     rng = np.random.default_rng(1)

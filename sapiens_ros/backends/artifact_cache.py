@@ -34,11 +34,11 @@ import logging
 import os
 from pathlib import Path
 
-from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_VERSION,
-                        sidecar_of, staging, verify, write_sidecar)
+from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_VERSION, sidecar_of,
+                        staging, verify, write_sidecar)
 from .errors import EngineNotBuiltError
 from .precision import BASE_OPSET, graph_opset, PrecisionPlan, PRECISIONS
-from ..core.input_size import format_size
+from ..core.models.input_size import format_size
 
 LOG = logging.getLogger(__name__)
 

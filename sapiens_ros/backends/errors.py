@@ -44,7 +44,7 @@ def check_static_size(input_size: tuple[int, int], built: tuple[int, int], artif
 
     Otherwise raise :class:`InputSizeError` naming both sizes and the command that rebuilds it.
     """
-    from ..core.input_size import format_size
+    from ..core.models.input_size import format_size
 
     size = (int(input_size[0]), int(input_size[1]))
     if size != tuple(built):

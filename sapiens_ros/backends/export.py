@@ -17,7 +17,7 @@ Export a Sapiens2 head to ONNX (torch dynamo exporter) and check it against torc
 
 The exported graph takes ``pixel_values`` float32 ``(batch, 3, H, W)`` with a dynamic batch and a
 static ``H x W``, and returns the head's raw outputs in float32 under the names of
-:data:`~sapiens_ros.core.runners.OUTPUT_NAMES` (pose: ``heatmaps``; seg: ``logits``; normal:
+:data:`~sapiens_ros.core.models.runners.OUTPUT_NAMES` (pose: ``heatmaps``; seg: ``logits``; normal:
 ``normals``; pointmap: ``pointmaps`` and ``scales``), so every backend plugs into the same
 pipeline. Inside, it computes in its dtype (fp32, bf16 or fp16), at the opset that dtype needs
 (:func:`~.precision.graph_opset`: bf16 Conv is valid ONNX only from opset 22). A graph is the same
@@ -49,8 +49,8 @@ import torch
 from .errors import BackendUnavailableError, ExportError, ParityError
 from .fingerprint import weights_hash
 from .precision import graph_opset
-from ..core.loading import check_input_size, parse_dtype
-from ..core.runners import OUTPUT_NAMES
+from ..core.models.loading import check_input_size, parse_dtype
+from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
 

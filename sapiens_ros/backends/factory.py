@@ -38,10 +38,10 @@ from .errors import EngineNotBuiltError
 from .export import dtype_name, parse_batch, proto_metadata
 from .fingerprint import checkpoint_fingerprint, file_hash, weights_hash
 from ..core.errors import SapiensError, UnknownTaskError
-from ..core.input_size import task_input_sizes
-from ..core.loading import load_config, load_model, parse_device, resolve_sources
-from ..core.pipeline import Pipeline, PipelineConfig
-from ..core.registry import DEFAULT_SIZE, parse_tasks
+from ..core.models.input_size import task_input_sizes
+from ..core.models.loading import load_config, load_model, parse_device, resolve_sources
+from ..core.models.registry import DEFAULT_SIZE, parse_tasks
+from ..core.pipeline.pipeline import Pipeline, PipelineConfig
 
 LOG = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def _loader(task: str, source: str | None, size: str,
 
 
 def _dtype(dtype):
-    from ..core.loading import parse_dtype
+    from ..core.models.loading import parse_dtype
 
     return parse_dtype(dtype)
 
@@ -197,7 +197,7 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
     """
     tasks = parse_tasks(tasks)
     if random_weights:
-        from ..core.configs import random_model
+        from ..core.models.configs import random_model
 
         runners = {}
         for seed, task in enumerate(tasks):

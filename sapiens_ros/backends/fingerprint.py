@@ -104,7 +104,7 @@ def checkpoint_fingerprint(source: str | None) -> str | None:
 
 
 def _checkpoint_folder(source: str) -> Path | None:
-    from ..core.loading import is_local_source
+    from ..core.models.loading import is_local_source
 
     if is_local_source(source):
         folder = Path(source).expanduser()

@@ -34,9 +34,9 @@ import torch
 
 from .errors import BackendUnavailableError, check_static_size, ExportError
 from .export import INPUT_NAME, onnx_metadata
-from ..core.input_size import format_size
-from ..core.loading import parse_device
-from ..core.runners import OUTPUT_NAMES
+from ..core.models.input_size import format_size
+from ..core.models.loading import parse_device
+from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ import torch
 from .cuda_graphs import CudaGraphCache, run_in_chunks
 from .errors import check_static_size, EngineError
 from .tensorrt_build import import_tensorrt, require_cuda, trt_logger
-from ..core.input_size import format_size
-from ..core.runners import OUTPUT_NAMES
+from ..core.models.input_size import format_size
+from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
 

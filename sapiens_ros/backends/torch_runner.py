@@ -27,8 +27,8 @@ import logging
 import torch
 
 from .cuda_graphs import CudaGraphCache
-from ..core.loading import check_input_size
-from ..core.runners import OUTPUT_NAMES
+from ..core.models.loading import check_input_size
+from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-ROS-free Sapiens2 inference core: loading, pre/post-processing, backends seam, pipeline.
+ROS-free Sapiens2 inference core: models, processing, pipeline, people and media subpackages.
 
 Nothing in this package imports rclpy.
 """
@@ -27,10 +27,12 @@ import importlib
 _EXPORTS = {
     'CheckpointMismatchError': 'errors', 'FrameError': 'errors', 'InputSizeError': 'errors',
     'SapiensError': 'errors', 'UnknownTaskError': 'errors', 'WeightsNotFoundError': 'errors',
-    'Letterbox': 'letterbox', 'load_model': 'loading', 'resolve_sources': 'loading',
-    'keypoint_info': 'metadata', 'seg_class_info': 'metadata', 'FrameResult': 'pipeline',
-    'Pipeline': 'pipeline', 'PipelineConfig': 'pipeline', 'hub_id': 'registry',
-    'parse_tasks': 'registry', 'PERCEPTION_TASKS': 'registry', 'TASKS': 'registry',
+    'Letterbox': 'processing.letterbox', 'load_model': 'models.loading',
+    'resolve_sources': 'models.loading', 'keypoint_info': 'models.metadata',
+    'seg_class_info': 'models.metadata', 'hub_id': 'models.registry',
+    'parse_tasks': 'models.registry', 'PERCEPTION_TASKS': 'models.registry',
+    'TASKS': 'models.registry', 'FrameResult': 'pipeline.pipeline',
+    'Pipeline': 'pipeline.pipeline', 'PipelineConfig': 'pipeline.pipeline',
 }
 
 __all__ = sorted(_EXPORTS)

@@ -22,7 +22,7 @@ from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
 from ..core.errors import FrameError
-from ..core.image_codec import decode_message, Frame
+from ..core.media.image_codec import decode_message, Frame
 
 #: The node's default ``max_pixels`` parameter.
 DEFAULT_MAX_PIXELS = 4096 * 4096

@@ -53,9 +53,9 @@ from .source import BagError, InputBag
 from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
-from ..core.people import PeopleConfig
-from ..core.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
-from ..core.tracking import IdAllocator
+from ..core.people.state import PeopleConfig
+from ..core.people.tracking import IdAllocator
+from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
 from ..ros.messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
                             MessageOptions, OUTPUT_TASK, render_request, stamp_seconds,
                             TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
@@ -103,7 +103,7 @@ class ReplayOptions:
 
 
 class Replayer:
-    """Replay one bag through a :class:`~sapiens_ros.core.pipeline.Pipeline`."""
+    """Replay one bag through a :class:`~sapiens_ros.core.pipeline.pipeline.Pipeline`."""
 
     def __init__(self, pipeline, options: ReplayOptions) -> None:
         self.pipe = pipeline

@@ -25,7 +25,7 @@ import numpy as np
 
 from .records import record_values
 from .source import BagError, InputBag
-from ..core.metadata import keypoint_info
+from ..core.models.metadata import keypoint_info
 from ..ros.messages import cloud_field, TOPIC_TYPES
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..core.people import People
-from ..core.pipeline import FrameResult
-from ..core.video import Mp4Writer
-from ..core.visualize import depth_colors, draw_skeleton, normal_colors, seg_overlay
+from ..core.media.video import Mp4Writer
+from ..core.media.visualize import depth_colors, draw_skeleton, normal_colors, seg_overlay
+from ..core.people.state import People
+from ..core.pipeline.pipeline import FrameResult
 
 
 def panels(image_rgb: np.ndarray, result: FrameResult, people: People | None = None,

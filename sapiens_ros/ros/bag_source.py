@@ -28,7 +28,7 @@ from pathlib import Path
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
-from ..core.video import SourceError
+from ..core.media.video import SourceError
 
 _IMAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CompressedImage': CompressedImage}
 _INFO_TYPE = 'sensor_msgs/msg/CameraInfo'

@@ -19,9 +19,9 @@ One camera of the perception node: its topics, input pairing, bad-input counters
 Every camera keeps its own namespace of topics (``<name>/image`` in, ``<name>/pose/keypoints``
 out; no prefix for the node's single unnamed camera), its own ``camera_info``, pairing of side
 streams (aligned depth, a detector's person boxes), tracked people (through its
-:class:`~sapiens_ros.core.scheduler.Camera`) and counters. The node creates one per camera; the
-inference worker turns its newest frame into a
-:class:`~sapiens_ros.core.scheduler.FrameRequest`.
+:class:`~sapiens_ros.core.pipeline.scheduler.Camera`) and counters. The node creates one per
+camera; the inference worker turns its newest frame into a
+:class:`~sapiens_ros.core.pipeline.scheduler.FrameRequest`.
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ from .topic_check import existing_type_conflict, resolved, topic_problem
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
 from .wire import read_image
-from ..core.depth import decode_depth, valid_fraction
-from ..core.detections import person_boxes
 from ..core.errors import FrameError
-from ..core.image_codec import decode_message, Frame
-from ..core.intrinsics import Intrinsics
-from ..core.render import RenderRequest
-from ..core.scheduler import Camera, FrameRequest
-from ..core.sync import FramePairing, Refusal, SideStream
+from ..core.media.image_codec import decode_message, Frame
+from ..core.people.depth import decode_depth, valid_fraction
+from ..core.pipeline.scheduler import Camera, FrameRequest
+from ..core.pipeline.sync import FramePairing, Refusal, SideStream
+from ..core.processing.detections import person_boxes
+from ..core.processing.intrinsics import Intrinsics
+from ..core.processing.render import RenderRequest
 
 #: Which task produces each output, the optional ones (their packages may be missing) too.
 _OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
@@ -192,8 +192,8 @@ class CameraChannel:
         The image comes serialised (``raw``): its size is checked before any pixel is copied.
         Side streams: ``depth`` with use_depth, ``detections`` (``Detection2DArray``) when
         ``detections`` (box_source detections and vision_msgs imports); both paired by stamp
-        (:class:`~sapiens_ros.core.sync.FramePairing`). An input whose topic carries another
-        type is left out, said once in the log and in the diagnostics.
+        (:class:`~sapiens_ros.core.pipeline.sync.FramePairing`). An input whose topic carries
+        another type is left out, said once in the log and in the diagnostics.
         """
         self.activated = time.monotonic()
         self.input_problems.clear()

@@ -41,10 +41,10 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from .messages import image_msg
-from ..core.body_frames import body_id
-from ..core.keypoint_formats import keypoint_format
-from ..core.people import People
-from ..core.pipeline import FrameResult
+from ..core.models.keypoint_formats import keypoint_format
+from ..core.people.body_frames import body_id
+from ..core.people.state import People
+from ..core.pipeline.pipeline import FrameResult
 
 try:
     from hri_msgs.msg import IdsList, NormalizedRegionOfInterest2D, Skeleton2D

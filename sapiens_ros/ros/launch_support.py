@@ -73,7 +73,7 @@ def parse_bool(name: str, text: str) -> bool:
 def parse_input_size(text: str) -> str:
     """Check a launch argument ``input_size:=WIDTHxHEIGHT``; return it (the parameter's form)."""
     from ..core.errors import InputSizeError
-    from ..core.input_size import parse_size
+    from ..core.models.input_size import parse_size
 
     try:
         parse_size(text.strip(), 'launch argument input_size')
@@ -84,7 +84,7 @@ def parse_input_size(text: str) -> str:
 
 def parse_rates(text: str) -> dict[str, float]:
     """Parse ``rates:=seg=5,normal=2`` into ``{'rates.seg': 5.0, 'rates.normal': 2.0}``."""
-    from ..core.budget import parse_rates as rates_of
+    from ..core.pipeline.budget import parse_rates as rates_of
 
     rates = rates_of(text, 'launch argument rates')
     return {f'rates.{task}': rate for task, rate in rates.items()}

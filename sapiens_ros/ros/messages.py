@@ -19,10 +19,10 @@ Build the topic contract's standard ROS messages from a core ``FrameResult``.
 of topic suffix (``'pose/keypoints'``...) to message, so the live node and the bag replay publish
 exactly the same thing. Bulk data goes in as an ``array.array('B')`` (assigning an ndarray or
 memoryview to ``msg.data`` makes rclpy check every element, ~200 ms for one 1024x768 image).
-The pipeline's host arrays already live in such buffers (``core.hostbuf``), and overlays, 16-bit
-normals, depth and the point-cloud records are rendered on the pipeline's device when it was
+The pipeline's host arrays already live in such buffers (``core.processing.hostbuf``); overlays,
+16-bit normals, depth and the point-cloud records are rendered on the pipeline's device when it was
 asked to (:func:`render_request`), so building a message copies no bulk data; a result that was
-not rendered is rendered here by the same torch code (``core.render``) on the CPU.
+not rendered is rendered here by the same torch code (``core.processing.render``) on the CPU.
 """
 
 from __future__ import annotations
@@ -41,15 +41,15 @@ from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from .vision_messages import Detection2DArray, detections_msg, DETECTIONS_OUTPUT
-from ..core import render as R
-from ..core.hostbuf import as_buffer
-from ..core.intrinsics import Intrinsics
-from ..core.keypoint_formats import keypoint_format, KEYPOINT_FORMATS, KeypointFormat
-from ..core.metadata import seg_class_info
-from ..core.people import People, with_pointmap_scale
-from ..core.pipeline import FrameResult
-from ..core.pointmap_camera import pointmap_intrinsics
-from ..core.visualize import id_color
+from ..core.media.visualize import id_color
+from ..core.models.keypoint_formats import keypoint_format, KEYPOINT_FORMATS, KeypointFormat
+from ..core.models.metadata import seg_class_info
+from ..core.people.state import People, with_pointmap_scale
+from ..core.pipeline.pipeline import FrameResult
+from ..core.processing import render as R
+from ..core.processing.hostbuf import as_buffer
+from ..core.processing.intrinsics import Intrinsics
+from ..core.processing.pointmap_camera import pointmap_intrinsics
 
 #: Output topic suffixes per task, in publish order.
 TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -106,7 +106,7 @@ NORMAL_ENCODINGS = ('32FC3', '16SC3')
 #: Encoding of each image output with a compressed variant, as published raw.
 _ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
 
-#: The rendered buffer behind each output (``core.render`` names).
+#: The rendered buffer behind each output (``core.processing.render`` names).
 _RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
              'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
 
@@ -241,7 +241,7 @@ def keypoints_cloud(header: Header, result: FrameResult, people: People | None =
 
     With ``people``: ids per row; x, y, z from the depth image when one was paired (else the
     pointmap); ``smoothed`` takes the One-Euro filtered u, v and x, y, z instead of the raw ones.
-    ``fmt`` picks the keypoints (default the 308; see ``core.keypoint_formats``).
+    ``fmt`` picks the keypoints (default the 308; see ``core.models.keypoint_formats``).
     """
     fmt = fmt or keypoint_format()
     pose = result.pose
@@ -387,8 +387,8 @@ def points_cloud(header: Header, result: FrameResult,
     """
     ``pointmap/points``: x, y, z, rgb (packed float32) and label when seg ran.
 
-    ``cloud`` is the rendered record array (``core.render.cloud_dtype``); without it the result
-    is packed here by the same code.
+    ``cloud`` is the rendered record array (``core.processing.render.cloud_dtype``); without it the
+    result is packed here by the same code.
     """
     if cloud is None:
         cloud = R.render_result(result, None, R.RenderRequest(frozenset({'cloud'})))['cloud']

@@ -31,8 +31,8 @@ from sensor_msgs.msg import Image
 from .messages import KEYPOINT_DTYPE, stamp_seconds, task_outputs, TOPIC_TYPES
 from .node_params import declare_float
 from .spin import run_node
-from ..core.image_codec import decode_raw
-from ..core.visualize import depth_colors, draw_skeleton
+from ..core.media.image_codec import decode_raw
+from ..core.media.visualize import depth_colors, draw_skeleton
 
 
 def _stamp_of(suffix: str, msg) -> float | None:

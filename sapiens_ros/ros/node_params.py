@@ -26,9 +26,9 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from .messages import NORMAL_ENCODINGS, OPTIONAL_OUTPUTS, OUTPUT_TASK
 from .optional_msgs import available
 from ..core.errors import SapiensError
-from ..core.input_size import parse_size, parse_task_sizes
-from ..core.keypoint_formats import KEYPOINT_FORMATS
-from ..core.registry import PERCEPTION_TASKS
+from ..core.models.input_size import parse_size, parse_task_sizes
+from ..core.models.keypoint_formats import KEYPOINT_FORMATS
+from ..core.models.registry import PERCEPTION_TASKS
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
           float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING,

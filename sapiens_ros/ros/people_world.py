@@ -33,9 +33,9 @@ from std_msgs.msg import Header
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
 from .optional_msgs import missing_packages
 from .tf_frames import body_tf_message, TF2_MSGS_ERROR, TF_QOS, TF_TOPIC, TFMessage
-from ..core.body_frames import body_frames
-from ..core.people import People
-from ..core.pipeline import FrameResult
+from ..core.people.body_frames import body_frames
+from ..core.people.state import People
+from ..core.pipeline.pipeline import FrameResult
 
 
 @dataclass

@@ -18,7 +18,7 @@ Sapiens2 perception as an rclpy lifecycle node: camera frames in, the topic cont
 One node serves any number of cameras (``cameras`` parameter) with one set of models: each
 camera keeps its own topics, pairing, people and counters (:mod:`.camera`), and one inference
 step batches the newest frame of every camera through each head (:mod:`.worker`, on the core's
-:class:`~sapiens_ros.core.scheduler.Scheduler`). This module is the wiring: lifecycle,
+:class:`~sapiens_ros.core.pipeline.scheduler.Scheduler`). This module is the wiring: lifecycle,
 parameters and diagnostics. configure loads the models and creates the publishers, activate
 subscribes and starts the threads, deactivate/cleanup stop them and free the memory. The model
 parameters can change while the node is unconfigured; configure re-reads them.
@@ -44,8 +44,8 @@ from rclpy.qos import HistoryPolicy, qos_profile_system_default, QoSProfile, Rel
 from .camera import CameraChannel
 from .diagnostics import BatchStats, statuses
 from .messages import MessageOptions, TASK_OUTPUTS
-from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras,
-                          parse_outputs, validate)
+from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras, parse_outputs,
+                          validate)
 from .optional_msgs import available, missing_packages
 from .people_world import PeopleWorld, WorldOptions
 from .runtime import FrameSlots, ThreadLogForwarder
@@ -53,12 +53,12 @@ from .spin import program_args, run_node, STOP_TIMEOUT_S
 from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
 from ..core.errors import SapiensError
-from ..core.input_size import format_size, parse_size, parse_task_sizes
-from ..core.people import PeopleConfig
-from ..core.pipeline import Pipeline, PipelineConfig
-from ..core.registry import parse_tasks, PERCEPTION_TASKS
-from ..core.scheduler import Camera, Scheduler
-from ..core.tracking import IdAllocator
+from ..core.models.input_size import format_size, parse_size, parse_task_sizes
+from ..core.models.registry import parse_tasks, PERCEPTION_TASKS
+from ..core.people.state import PeopleConfig
+from ..core.people.tracking import IdAllocator
+from ..core.pipeline.pipeline import Pipeline, PipelineConfig
+from ..core.pipeline.scheduler import Camera, Scheduler
 
 #: Message options the node forwards from its parameters (parameter: option).
 _MESSAGE_OPTIONS = {'score_threshold': 'score_threshold', 'overlay_alpha': 'overlay_alpha',

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 #: Core loggers whose records (the backwards-time reset line) the node repeats in its log.
-CORE_LOGGERS = ('sapiens_ros.core.tracking', 'sapiens_ros.core.people')
+CORE_LOGGERS = ('sapiens_ros.core.people.tracking', 'sapiens_ros.core.people.state')
 
 
 class FrameSlots:

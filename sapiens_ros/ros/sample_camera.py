@@ -41,8 +41,8 @@ from .launch_support import PROFILE_VAR, shipped_profile
 from .messages import image_msg
 from .node_params import declare_float
 from .spin import program_args, run_node
-from ..core.image_codec import decode_message
-from ..core.video import SourceError, video_frames
+from ..core.media.image_codec import decode_message
+from ..core.media.video import SourceError, video_frames
 
 
 #: The parameters: name, default, description (declared, and listed by ``--help``, from here).
@@ -63,7 +63,7 @@ PARAMETERS = (
 
 def bundled_photo() -> np.ndarray:
     """Return the sample photo (scikit-image's astronaut, as the CLI uses) as BGR uint8."""
-    from ..core.sample_image import sample_image_path
+    from ..core.media.sample_image import sample_image_path
 
     return cv2.imread(str(sample_image_path()), cv2.IMREAD_COLOR)
 

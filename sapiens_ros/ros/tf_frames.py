@@ -26,7 +26,7 @@ from geometry_msgs.msg import TransformStamped
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
-from ..core.body_frames import body_id, BODY_ID_PREFIX, BodyFrames
+from ..core.people.body_frames import body_id, BODY_ID_PREFIX, BodyFrames
 
 try:
     from tf2_msgs.msg import TFMessage

@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 from std_msgs.msg import Header
 
-from ..core.detections import DetectorBoxes
-from ..core.metadata import seg_class_info
-from ..core.pipeline import FrameResult
+from ..core.models.metadata import seg_class_info
+from ..core.pipeline.pipeline import FrameResult
+from ..core.processing.detections import DetectorBoxes
 
 try:
     from vision_msgs.msg import (Detection2D, Detection2DArray, LabelInfo,
@@ -80,7 +80,7 @@ def label_info_msg(header: Header) -> LabelInfo:
 
 
 def detector_boxes(msg: Detection2DArray) -> DetectorBoxes:
-    """Return an external detector's ``Detection2DArray`` as raw boxes (``core.detections``)."""
+    """Return a detector's ``Detection2DArray`` as raw boxes (``core.processing.detections``)."""
     dets = msg.detections
     centers = np.array([[d.bbox.center.position.x, d.bbox.center.position.y] for d in dets],
                        np.float64).reshape(-1, 2)

@@ -33,7 +33,7 @@ from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
 from ..core.errors import FrameError
-from ..core.image_codec import check_pixels
+from ..core.media.image_codec import check_pixels
 
 #: Encapsulation ids (the first two bytes): CDR and PLAIN_CDR2, big and little endian. Image and
 #: CompressedImage are final types of 4-byte-or-smaller fields, laid out alike in both.

@@ -17,7 +17,7 @@
 The node's two threads: one inference step over every camera's newest frame, then publishing.
 
 The inference thread takes the newest frame of each camera (:class:`~.runtime.FrameSlots`),
-decodes it, and runs one :meth:`~sapiens_ros.core.scheduler.Scheduler.run` step for all of
+decodes it, and runs one :meth:`~sapiens_ros.core.pipeline.scheduler.Scheduler.run` step for all of
 them: each head once, batched across cameras. The publish thread builds and publishes the
 previous step's messages meanwhile (at most one step waits), so a camera faster than inference
 never builds a backlog and no frame waits more than one step.
@@ -41,7 +41,7 @@ from .camera import CameraChannel, Decoded
 from .messages import build_messages, MessageOptions
 from .people_world import PeopleWorld
 from .runtime import FrameSlots
-from ..core.scheduler import FrameOutcome, Scheduler
+from ..core.pipeline.scheduler import FrameOutcome, Scheduler
 
 
 @dataclasses.dataclass

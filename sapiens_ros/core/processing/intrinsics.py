@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 
-from .errors import FrameError
+from ..errors import FrameError
 
 #: A focal length above this many image widths is a corrupt K (a field of view under 0.06 deg).
 MAX_FOCAL_WIDTHS = 1000.0

@@ -22,8 +22,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .pipeline import FrameResult
 from .visualize import depth_colors, draw_skeleton, normal_colors, normal_overlay, seg_overlay
+from ..pipeline.pipeline import FrameResult
 
 
 def write_ply(path: str | Path, points: np.ndarray, colors: np.ndarray,

@@ -32,8 +32,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from .depth import TORSO, torso_axes
-from .metadata import keypoint_info
-from .people import People
+from .state import People
+from ..models.metadata import keypoint_info
 
 #: Prefix of body ids: REP-155 ids (topic name tokens) must not start with a digit.
 BODY_ID_PREFIX = 'b'

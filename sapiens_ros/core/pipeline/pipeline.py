@@ -25,21 +25,22 @@ import numbers
 import numpy as np
 import torch
 
-from . import render as R
-from .boxes import BOX_SOURCES, check_boxes, crop_windows, foreground_boxes, full_frame_box
-from .errors import SapiensError
-from .frames import FrameBatch
-from .heads.normals import NormalResult, unit_normals
-from .heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
-from .heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
-from .heads.segmentation import seg_labels, SegResult
-from .hostbuf import to_host
-from .letterbox import sample_map
-from .loading import parse_device
-from .metadata import keypoint_info
 from .plan import load_tasks, plan_tasks, RUN_ORDER, TaskPlan
-from .runners import Runner
 from .timing import StageTimer
+from ..errors import SapiensError
+from ..models.loading import parse_device
+from ..models.metadata import keypoint_info
+from ..models.runners import Runner
+from ..processing import render as R
+from ..processing.boxes import (BOX_SOURCES, check_boxes, crop_windows, foreground_boxes,
+                                full_frame_box)
+from ..processing.frames import FrameBatch
+from ..processing.heads.normals import NormalResult, unit_normals
+from ..processing.heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
+from ..processing.heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
+from ..processing.heads.segmentation import seg_labels, SegResult
+from ..processing.hostbuf import to_host
+from ..processing.letterbox import sample_map
 
 LOG = logging.getLogger(__name__)
 

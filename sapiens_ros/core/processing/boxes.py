@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .errors import FrameError
 from .letterbox import Letterbox
+from ..errors import FrameError
 
 #: Sapiens/mmpose top-down context: each box is enlarged by this factor before cropping.
 BOX_PADDING = 1.25

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .errors import FrameError
 from .letterbox import Letterbox
+from ..errors import FrameError
 
 #: ImageNet statistics on the 0-255 scale, RGB order (what Sapiens2 was trained with).
 MEAN_255 = (0.485 * 255, 0.456 * 255, 0.406 * 255)

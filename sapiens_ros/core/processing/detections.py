@@ -102,7 +102,7 @@ def person_boxes(det: DetectorBoxes, image_size: tuple[int, int],
     kind[(kind == '') & np.isnan(score)] = 'class'
     kind[(kind == '') & ~(score >= min_score)] = 'score'
     # the axis-aligned box of the (possibly rotated) box, clipped to the image as the boxes
-    # given on the command line are (core.boxes.clip_boxes)
+    # given on the command line are (core.processing.boxes.clip_boxes)
     c, s = np.cos(det.thetas), np.sin(det.thetas)
     with np.errstate(invalid='ignore'):  # bad rows (inf sizes) are already counted
         half = np.stack([np.abs(c) * det.sizes[:, 0] + np.abs(s) * det.sizes[:, 1],

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import logging
 import re
 
-from .errors import InputSizeError
+from ..errors import InputSizeError
 
 LOG = logging.getLogger(__name__)
 _SIZE = re.compile(r'^\s*(\d+)\s*[xX×]\s*(\d+)\s*$')

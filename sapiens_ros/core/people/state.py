@@ -16,8 +16,8 @@
 People, not frames: one object per camera holding tracker, smoothers and depth-scale state.
 
 The node and replay call :meth:`PeopleState.update` once per frame of a camera, in time order,
-with the pipeline's :class:`~sapiens_ros.core.pipeline.FrameResult` and, when a depth image is
-synchronised with the frame, the depth and camera_info's K.
+with the pipeline's :class:`~sapiens_ros.core.pipeline.pipeline.FrameResult` and, when a depth
+image is synchronised with the frame, the depth and camera_info's K.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 from .depth import depth_to_metres, DepthScale, fit_depth_scale, keypoints_xyz, torso_poses
-from .hostbuf import host_copy
-from .pipeline import FrameResult
 from .smoothing import OneEuroConfig, OneEuroFilter
 from .tracking import IdAllocator, PersonTracker, TrackerConfig, UNTRACKED
+from ..pipeline.pipeline import FrameResult
+from ..processing.hostbuf import host_copy
 
 LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class PeopleState:
     Per-camera state: ``update(result, stamp, depth=None, K=None) -> People``.
 
     ``ids``: the track id source; give the cameras of one process the same
-    :class:`~sapiens_ros.core.tracking.IdAllocator` so that their ids never collide.
+    :class:`~sapiens_ros.core.people.tracking.IdAllocator` so that their ids never collide.
     """
 
     def __init__(self, config: PeopleConfig | None = None,
@@ -173,7 +173,8 @@ class PeopleState:
 
         xyxy float32 image pixels (clipped to ``image_size`` ``(height, width)`` when given),
         for running pose on them without a seg forward; see
-        :meth:`~sapiens_ros.core.tracking.PersonTracker.predict_boxes`. Empty without tracking.
+        :meth:`~sapiens_ros.core.people.tracking.PersonTracker.predict_boxes`. Empty without
+        tracking.
         """
         if not self.config.tracking:
             return np.zeros(0, np.int64), np.zeros((0, 4), np.float32)

@@ -30,7 +30,7 @@ import warnings
 import cv2
 import numpy as np
 
-from .errors import FrameError
+from ..errors import FrameError
 
 #: OpenCV demosaicing codes per ROS bayer pattern (OpenCV names the pattern one pixel later).
 _BAYER = {

@@ -35,7 +35,7 @@ import threading
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .boxes import clip_boxes, keypoint_extent
+from ..processing.boxes import clip_boxes, keypoint_extent
 
 LOG = logging.getLogger(__name__)
 

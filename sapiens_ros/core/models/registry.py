@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UnknownTaskError
+from ..errors import UnknownTaskError
 
 
 @dataclass(frozen=True)

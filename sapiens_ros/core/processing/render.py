@@ -33,7 +33,7 @@ import torch
 
 from .encode import encode, FORMATS
 from .hostbuf import host_copy, host_empty, to_host
-from .metadata import seg_class_info
+from ..models.metadata import seg_class_info
 
 #: What the pipeline can render, by name (``RenderRequest.outputs``).
 RENDERABLE = ('seg_overlay', 'normal_overlay', 'normal16', 'cloud', 'depth')

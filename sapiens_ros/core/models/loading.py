@@ -27,9 +27,9 @@ import sys
 
 import torch
 
-from .errors import (CheckpointMismatchError, CorruptCheckpointError, InputSizeError,
-                     UnknownTaskError, WeightsNotFoundError)
 from .registry import DEFAULT_SIZE, hub_id, model_class, task_spec, TASKS
+from ..errors import (CheckpointMismatchError, CorruptCheckpointError, InputSizeError,
+                      UnknownTaskError, WeightsNotFoundError)
 
 LOG = logging.getLogger(__name__)
 

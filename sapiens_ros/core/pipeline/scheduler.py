@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from .boxes import keypoint_boxes
 from .budget import RateBudget
-from .errors import SapiensError
-from .people import People, PeopleConfig, PeopleState
 from .pipeline import FrameResult, Pipeline
 from .plan import plan_tasks, TaskPlan
-from .render import RenderRequest
-from .tracking import box_iou, IdAllocator
+from ..errors import SapiensError
+from ..people.state import People, PeopleConfig, PeopleState
+from ..people.tracking import box_iou, IdAllocator
+from ..processing.boxes import keypoint_boxes
+from ..processing.render import RenderRequest
 
 #: Predicted boxes overlapping more than this are one person (a lost and a new track of them).
 DUPLICATE_IOU = 0.7

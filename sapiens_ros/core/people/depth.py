@@ -27,8 +27,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import torch
 
-from .errors import FrameError
-from .image_codec import raw_rows
+from ..errors import FrameError
+from ..media.image_codec import raw_rows
 
 #: Depth encodings and their factor to metres.
 DEPTH_ENCODINGS = {'16UC1': 1e-3, 'mono16': 1e-3, '32FC1': 1.0}

@@ -22,7 +22,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .errors import SapiensError
+from ..errors import SapiensError
 
 
 class SourceError(SapiensError, ValueError):

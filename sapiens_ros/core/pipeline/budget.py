@@ -75,7 +75,7 @@ class RateBudget:
 
 def parse_rates(text: str, name: str = '--rates') -> dict[str, float]:
     """Parse ``seg=5,normal=2`` (Hz per task; 0: every frame) into ``{task: Hz}``."""
-    from .registry import PERCEPTION_TASKS
+    from ..models.registry import PERCEPTION_TASKS
 
     out = {}
     for part in (p.strip() for p in text.split(',') if p.strip()):

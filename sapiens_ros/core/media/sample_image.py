@@ -23,7 +23,7 @@ import tempfile
 
 import numpy as np
 
-from .errors import SapiensError
+from ..errors import SapiensError
 
 #: This process's private copy of the photo, when scikit-image ships no PNG of it.
 _copy: Path | None = None

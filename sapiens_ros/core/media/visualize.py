@@ -27,8 +27,8 @@ import cv2
 import numpy as np
 import torch
 
-from . import render
-from .keypoint_formats import keypoint_format, KEYPOINT_FORMATS
+from ..models.keypoint_formats import keypoint_format, KEYPOINT_FORMATS
+from ..processing import render
 
 
 def seg_overlay(image_rgb: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> np.ndarray:
