@@ -77,12 +77,12 @@ def run(args: argparse.Namespace) -> int:
     """Export (and check, and optionally build an engine); return the exit code."""
     from .backends.export import export_onnx, parse_batch, write_report
     from .backends.fingerprint import checkpoint_fingerprint, weights_hash
-    from .core.models.input_size import format_size, parse_size
+    from .core.models.input_size import parse_size
     from .core.models.loading import parse_device
     from .core.models.registry import task_spec
 
     task_spec(args.task)
-    args.input_size = parse_size(args.input_size, '--input-size')
+    args.input_size = parse_size(args.input_size, '--input-size')  # a Size: printed WxH
     batch = parse_batch(args.batch)
     device = parse_device(args.device)
     plan = gpu_index = gpu = None
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).expanduser()
     dtype = plan.graph_dtype if plan is not None else args.dtype or 'fp32'
     if out.suffix != '.onnx':
-        out = out / f'{args.task}-{format_size(args.input_size)}-{dtype}.onnx'
+        out = out / f'{args.task}-{args.input_size}-{dtype}.onnx'
     if plan is not None and args.dtype and dtype != args.dtype:
         print(f'note: {plan.describe()}: exporting the {dtype} graph it is built from')
     result = export_onnx(model, args.task, out, input_size=args.input_size, batch=batch,
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                          extra_metadata={'source_hash': w_hash})
     write_report(result, out.with_suffix('.json'))
     print(f'wrote {result.path} ({result.exported_dtype}, opset {result.opset}, input '
-          f'{format_size(args.input_size)}, batch {":".join(map(str, batch))}, '
+          f'{args.input_size}, batch {":".join(map(str, batch))}, '
           f'outputs {", ".join(result.output_names)}, {result.seconds:.1f} s)')
     for note in result.notes:
         print(f'note: {note}')
@@ -117,11 +117,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _infer_command(args, backend: str, model: Path) -> str:
     """Return an ``infer`` command line that runs the exported head as it stands (pasteable)."""
-    from .core.models.input_size import format_size
-
     boxes = ' --boxes full' if args.task == 'pose' else ''  # no seg model needed for the boxes
     return (f'sapiens-ros infer --tasks {args.task} --backend {backend} --model '
-            f'{args.task}={model} --input-size {format_size(args.input_size)}{boxes} '
+            f'{args.task}={model} --input-size {args.input_size}{boxes} '
             f'--out {args.task}-out')
 
 

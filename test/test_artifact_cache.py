@@ -95,7 +95,7 @@ def test_damaged_graph_is_rebuilt_never_loaded(checkpoint, tmp_path, damage):
         graph.write_bytes(bytes(data))
     elif damage == 'edit_sidecar':
         sidecar = json.loads(sidecar_of(graph).read_text())
-        sidecar['key']['input_size'] = [512, 384]
+        sidecar['key']['input_size'] = '384x512'
         sidecar_of(graph).write_text(json.dumps(sidecar))
     else:
         sidecar_of(graph).unlink()

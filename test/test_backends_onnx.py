@@ -104,7 +104,7 @@ def test_io_binding_writes_into_torch_tensors(batch, exported):
 def test_export_metadata_and_outputs(exported, checkpoints):
     meta = onnx_metadata(exported['pointmap'])
     assert meta['task'] == 'pointmap'
-    assert meta['input_size'] == '256x192'
+    assert meta['input_size'] == '192x256'  # WIDTHxHEIGHT, as users write it; SIZE is (h, w)
     assert meta['outputs'] == 'pointmaps,scales'
     assert meta['dtype'] == 'fp32'
     runner = OnnxRuntimeRunner('pointmap', exported['pointmap'])
@@ -280,6 +280,7 @@ def test_pipeline_ort_matches_torch(checkpoints, cache_dir, exported):
                              config=config, cache_dir=cache_dir)
     assert {r.name for r in ort_pipe.runners.values()} == {'onnxruntime'}
     assert {r.path for r in ort_pipe.runners.values()} == set(exported.values())
+    assert config.input_sizes == {} and ort_pipe.config is not config  # the caller's is kept
     want, got = torch_pipe(frames), ort_pipe(frames)
     for a, b in zip(want, got, strict=True):
         assert a.pose.keypoints.shape == b.pose.keypoints.shape

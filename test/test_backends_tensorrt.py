@@ -90,7 +90,8 @@ def test_slot_names_model_gpu_and_tensorrt():
                   key(opset=22), key(typing='strong'),
                   key(trt_version='10.7.0')):
         assert other.slot() != a.slot()
-    assert a.slot().startswith('pose-1024x768-b1-2-8-bf16-Orin-sm87-trt10.3.0-')
+    assert a.slot().startswith('pose-768x1024-b1-2-8-bf16-Orin-sm87-trt10.3.0-')  # WxH
+    assert a.to_json()['input_size'] == '768x1024' and a.input_size == (1024, 768)
 
 
 def test_key_json_round_trip_and_validation():

@@ -23,8 +23,10 @@ import json
 import shlex
 
 import onnx
-from sapiens_ros.backends.export import onnx_metadata
+from sapiens_ros.backends.artifacts import sidecar_of
+from sapiens_ros.backends.export import graph_input_size, onnx_metadata
 from sapiens_ros.cli import main
+from sapiens_ros.core.models.input_size import Size
 
 
 def test_bf16_export_on_cpu_writes_the_bf16_graph(tmp_path, capsys):
@@ -52,3 +54,28 @@ def test_printed_run_line_runs(tmp_path, capsys, monkeypatch):
     assert main(argv[1:]) == 0
     out = tmp_path / argv[argv.index('--out') + 1]
     assert any(out.iterdir())
+
+
+def test_a_non_square_size_reads_back_as_the_cli_wrote_it(tmp_path):
+    """
+    ``--input-size 192x256`` (WIDTHxHEIGHT): every file that names the size says ``192x256``.
+
+    The exported graph's metadata, its report and the graph's input shape (H 256, W 192), then
+    the cache entry ``infer`` exports: its file name, its metadata and its sidecar key.
+    """
+    wxh = '192x256'
+    assert main(['export', '--task', 'seg', '--random-weights', '--input-size', wxh,
+                 '--batch', '1:1:2', '--no-check', '--out', str(tmp_path)]) == 0
+    exported = tmp_path / f'seg-{wxh}-fp32.onnx'
+    assert onnx_metadata(exported)['input_size'] == wxh
+    assert json.loads(exported.with_suffix('.json').read_text())['input_size'] == wxh
+    graph = onnx.load(str(exported), load_external_data=False)
+    assert graph_input_size(graph) == Size.parse(wxh) == (256, 192)
+    cache = tmp_path / 'cache'
+    assert main(['infer', '--tasks', 'seg', '--random-weights', '--backend', 'onnxruntime',
+                 '--input-size', wxh, '--cache-dir', str(cache),
+                 '--out', str(tmp_path / 'out')]) == 0
+    (cached,) = (cache / 'onnx').glob('*.onnx')
+    assert cached.name.startswith(f'seg-{wxh}-fp32-')
+    assert onnx_metadata(cached)['input_size'] == wxh
+    assert json.loads(sidecar_of(cached).read_text())['key']['input_size'] == wxh

@@ -23,6 +23,8 @@ from sapiens_ros.core.errors import (CheckpointMismatchError, InputSizeError, Un
                                      WeightsNotFoundError)
 from sapiens_ros.core.models import loading
 from sapiens_ros.core.models.configs import sapiens2_config
+from sapiens_ros.core.models.geometry import scale_head_sizes
+from sapiens_ros.core.models.input_size import check_input_size, parse_size, Size
 from sapiens_ros.core.models.registry import hub_id, parse_tasks, TASKS
 import torch
 
@@ -111,14 +113,25 @@ def test_offline_uncached_hub_id_names_the_fix(tmp_path):
 
 def test_input_size_checks():
     pose = sapiens2_config('pose', tiny=True)
-    assert loading.check_input_size('pose', pose, (512, 384)) == (512, 384)
+    assert check_input_size('pose', pose, (512, 384)) == (512, 384)
     with pytest.raises(InputSizeError, match='multiple of the patch size'):
-        loading.check_input_size('pose', pose, (500, 384))
+        check_input_size('pose', pose, (500, 384))
     real_pointmap = sapiens2_config('pointmap', '0.4b')
-    assert loading.check_input_size('pointmap', real_pointmap, (1024, 768))
+    assert check_input_size('pointmap', real_pointmap, (1024, 768))
     with pytest.raises(InputSizeError,
                        match='scale head cannot take 384x512 .WIDTHxHEIGHT.*656x912'):
-        loading.check_input_size('pointmap', real_pointmap, (512, 384))
-    heights, widths = loading.scale_head_sizes(real_pointmap)
+        check_input_size('pointmap', real_pointmap, (512, 384))
+    heights, widths = scale_head_sizes(real_pointmap)
     assert (heights[0], heights[-1]) == (912, 1024)  # the 'about 912-1024 x 656-768'
     assert (widths[0], widths[-1]) == (656, 768)
+
+
+def test_size_is_an_hw_tuple_written_width_x_height():
+    size = parse_size('768x1024')
+    assert size == (1024, 768) and (size.height, size.width) == (1024, 768)
+    assert str(size) == f'{size}' == '768x1024'
+    assert Size.parse(str(size)) == size
+    assert Size.parse('1024x768') == Size(height=768, width=1024)  # files may hold landscape
+    assert Size.of([1024, 768]) == Size.of('768x1024') == size
+    with pytest.raises(InputSizeError, match='ambiguous'):
+        parse_size('1024x768')  # a person's landscape value: both readings are shown

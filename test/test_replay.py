@@ -27,7 +27,8 @@ from rclpy.serialization import serialize_message
 from replay_bags import BASE_NS, camera_bag, frames, jpeg_msg, STEP_NS, typestore, write_bag
 from sapiens_ros.core.people.state import PeopleState
 from sapiens_ros.replay.loop import replay, ReplayOptions
-from sapiens_ros.replay.source import BagError, InputBag
+from sapiens_ros.replay.rosbag2 import BagError
+from sapiens_ros.replay.source import InputBag
 from sapiens_ros.ros.messages import build_messages, cloud_field, MessageOptions, task_outputs
 import yaml
 

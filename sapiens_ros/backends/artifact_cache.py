@@ -38,7 +38,7 @@ from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_V
                         staging, verify, write_sidecar)
 from .errors import EngineNotBuiltError
 from .precision import BASE_OPSET, graph_opset, PrecisionPlan, PRECISIONS
-from ..core.models.input_size import format_size
+from ..core.models.input_size import Size
 
 LOG = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class EngineKey:
 
     weights_hash: str
     task: str
-    input_size: tuple[int, int]
+    input_size: Size  # a (height, width) or its WIDTHxHEIGHT text (the sidecar's)
     batch: tuple[int, int, int]  # min, opt, max of the optimisation profile
     precision: str
     trt_version: str
@@ -71,7 +71,7 @@ class EngineKey:
 
     def __post_init__(self) -> None:
         """Normalise tuples (JSON gives lists) and validate the precision."""
-        object.__setattr__(self, 'input_size', tuple(int(v) for v in self.input_size))
+        object.__setattr__(self, 'input_size', Size.of(self.input_size))
         object.__setattr__(self, 'batch', tuple(int(v) for v in self.batch))
         object.__setattr__(self, 'compute_capability',
                            tuple(int(v) for v in self.compute_capability))
@@ -98,16 +98,17 @@ class EngineKey:
         slot, instead of overwriting each other's engines.
         """
         digest = key_hash(self.to_json())
-        h, w = self.input_size
         gpu = ''.join(c if c.isalnum() else '_' for c in self.gpu_name).strip('_') or 'gpu'
         cc = ''.join(map(str, self.compute_capability))
-        return (f'{self.task}-{h}x{w}-b{"-".join(map(str, self.batch))}-{self.precision}-'
-                f'{gpu}-sm{cc}-trt{self.trt_version}-{digest}')
+        batch = '-'.join(map(str, self.batch))
+        return (f'{self.task}-{self.input_size}-b{batch}-{self.precision}-{gpu}-sm{cc}-'
+                f'trt{self.trt_version}-{digest}')
 
     def to_json(self) -> dict:
         """Return the key as JSON-friendly data."""
         data = asdict(self)
-        for k in ('input_size', 'batch', 'compute_capability'):
+        data['input_size'] = str(self.input_size)
+        for k in ('batch', 'compute_capability'):
             data[k] = list(data[k])
         return data
 
@@ -124,7 +125,7 @@ class EngineKey:
 
 def onnx_key(task: str, input_size: tuple[int, int], dtype: str, w_hash: str) -> dict:
     """Everything a cached ONNX graph depends on (the graph's batch dimension is dynamic)."""
-    return {'kind': 'onnx', 'task': task, 'input_size': list(input_size), 'dtype': dtype,
+    return {'kind': 'onnx', 'task': task, 'input_size': str(Size.of(input_size)), 'dtype': dtype,
             'opset': graph_opset(dtype), 'weights': w_hash, 'recipe': RECIPE_VERSION}
 
 
@@ -147,8 +148,8 @@ class ArtifactCache:
 
     def onnx_path(self, task: str, input_size: tuple[int, int], dtype: str, w_hash: str) -> Path:
         """Where the graph of these weights, size and dtype (at its dtype's opset) lives."""
-        h, w = input_size
-        return self.graphs / f'{task}-{h}x{w}-{dtype}-op{graph_opset(dtype)}-{w_hash}.onnx'
+        size = Size.of(input_size)
+        return self.graphs / f'{task}-{size}-{dtype}-op{graph_opset(dtype)}-{w_hash}.onnx'
 
     def engine_path(self, key: EngineKey) -> Path:
         """Where the engine of ``key`` lives (whether or not it exists)."""
@@ -193,7 +194,7 @@ def export_command(key_or_task, *, source: str = '<model dir or --size>',
     else:
         task = key_or_task
     return (f'sapiens-ros export --task {task} --model {source} '
-            f'--input-size {format_size(input_size)} --batch {":".join(map(str, batch))} '
+            f'--input-size {Size.of(input_size)} --batch {":".join(map(str, batch))} '
             f'--dtype {precision} --out {out} --engine')
 
 

@@ -50,7 +50,8 @@ LOG = logging.getLogger(__name__)
 SIDECAR_VERSION = 2
 #: Version of how artefacts are produced (export options, builder flags, precision rules). Bump
 #: it when a change makes older artefacts wrong: every cached graph and engine is then rebuilt.
-RECIPE_VERSION = 2
+#: 3: sizes in file names, sidecars and ONNX metadata are WIDTHxHEIGHT (they were HEIGHTxWIDTH).
+RECIPE_VERSION = 3
 #: How long a process waits for another one building the same entry.
 LOCK_TIMEOUT_S = 3600.0
 #: errnos of a directory this process may read but not write.

@@ -40,15 +40,15 @@ class EngineNotBuiltError(EngineError):
 def check_static_size(input_size: tuple[int, int], built: tuple[int, int], artifact: str,
                       export_command: str) -> tuple[int, int]:
     """
-    Return ``input_size`` as ints if it equals the ``built`` size of an exported artifact.
+    Return ``input_size`` as a ``Size`` if it equals the ``built`` size of an exported artifact.
 
     Otherwise raise :class:`InputSizeError` naming both sizes and the command that rebuilds it.
     """
-    from ..core.models.input_size import format_size
+    from ..core.models.input_size import Size
 
-    size = (int(input_size[0]), int(input_size[1]))
+    size = Size.of(input_size)
     if size != tuple(built):
-        have, want = format_size(built), format_size(size)
+        have, want = Size.of(built), size
         raise InputSizeError(
             f'{artifact} was built for input {have} (WIDTHxHEIGHT), not {want}: set input_size '
             f'to {have}, or rebuild with `{export_command} --input-size {want}`')

@@ -49,7 +49,8 @@ import torch
 from .errors import BackendUnavailableError, ExportError, ParityError
 from .fingerprint import weights_hash
 from .precision import graph_opset
-from ..core.models.loading import check_input_size, parse_dtype
+from ..core.models.input_size import check_input_size, Size
+from ..core.models.loading import parse_dtype
 from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ class ExportResult:
 
     path: Path
     task: str
-    input_size: tuple[int, int]
+    input_size: Size
     batch: tuple[int, int, int]
     output_names: tuple[str, ...]
     requested_dtype: str
@@ -235,7 +236,7 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
     except Exception as exc:  # noqa: B902 - the exporter raises many types; re-raise as one
         raise ExportError(f'ONNX export of {task} failed: {type(exc).__name__}: {exc}') from exc
     w_hash = weights_hash(model)
-    meta = {'task': task, 'input_size': f'{input_size[0]}x{input_size[1]}',
+    meta = {'task': task, 'input_size': str(input_size),
             'batch': ':'.join(map(str, batch)), 'dtype': graph_dtype, 'io_dtype': 'fp32',
             'opset': str(opset), 'outputs': ','.join(names), 'weights_hash': w_hash,
             'model_id': model_id or '', 'producer': 'sapiens_ros', **(extra_metadata or {})}
@@ -308,6 +309,21 @@ def proto_metadata(model) -> dict[str, str]:
     prefix = 'sapiens_ros.'
     return {p.key[len(prefix):]: p.value for p in model.metadata_props
             if p.key.startswith(prefix)}
+
+
+def graph_input_size(model) -> Size | None:
+    """
+    Return the static ``(height, width)`` of a loaded ``ModelProto``'s image input, else None.
+
+    Read from the input's shape, not the ``input_size`` metadata: graphs of recipe 2 and older
+    wrote that HEIGHTxWIDTH (it is WIDTHxHEIGHT since), and graphs from elsewhere have none.
+    """
+    inputs = list(model.graph.input)
+    image = next((i for i in inputs if i.name == INPUT_NAME), inputs[0] if inputs else None)
+    dims = image.type.tensor_type.shape.dim if image is not None else ()
+    if len(dims) != 4 or dims[2].dim_value <= 0 or dims[3].dim_value <= 0:
+        return None  # symbolic (dim_param) or missing
+    return Size(dims[2].dim_value, dims[3].dim_value)
 
 
 def _can_check_reduced(device: torch.device) -> bool:
@@ -398,7 +414,7 @@ def check_parity(path: str | Path, wrapper: ExportWrapper, input_size: tuple[int
 def write_report(result: ExportResult, path: str | Path) -> None:
     """Write an export summary JSON next to the graph (used by the CLI)."""
     data = {'path': str(result.path), 'task': result.task,
-            'input_size': list(result.input_size), 'batch': list(result.batch),
+            'input_size': str(result.input_size), 'batch': list(result.batch),
             'outputs': list(result.output_names), 'requested_dtype': result.requested_dtype,
             'exported_dtype': result.exported_dtype, 'opset': result.opset,
             'weights_hash': result.weights_hash,

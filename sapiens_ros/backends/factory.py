@@ -27,6 +27,7 @@ A model passed in memory is never cast or moved: exports work on converted copie
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -35,10 +36,10 @@ import torch
 from . import BACKENDS
 from .artifact_cache import ArtifactCache, EngineKey, export_command, get_engine, get_onnx
 from .errors import EngineNotBuiltError
-from .export import dtype_name, parse_batch, proto_metadata
+from .export import dtype_name, graph_input_size, parse_batch, proto_metadata
 from .fingerprint import checkpoint_fingerprint, file_hash, weights_hash
 from ..core.errors import SapiensError, UnknownTaskError
-from ..core.models.input_size import task_input_sizes
+from ..core.models.input_size import Size, task_input_sizes
 from ..core.models.loading import load_config, load_model, parse_device, resolve_sources
 from ..core.models.registry import DEFAULT_SIZE, parse_tasks
 from ..core.pipeline.pipeline import Pipeline, PipelineConfig
@@ -135,8 +136,7 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
         graph = onnx.load(str(path), load_external_data=False)  # read once, without weights
         onnx_path, meta = path, proto_metadata(graph)
         w_hash = _onnx_hash(path, meta)
-        input_size = tuple(int(v) for v in meta.get(
-            'input_size', f'{input_size[0]}x{input_size[1]}').split('x'))
+        input_size = graph_input_size(graph) or Size.of(input_size)  # static H, W win
         given = dict(zip(('graph_dtype', 'opset'), graph_info(path, graph), strict=True))
     else:
         w_hash = checkpoint_fingerprint(source) if model is None else None
@@ -246,7 +246,8 @@ def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
     models with ``random_weights`` (offline smoke runs: outputs are noise). ``runner_options``
     go to :func:`make_runner` (batch profile, torch.compile, CUDA graphs, ORT providers, engine
     cache, ...). This is the one place that turns a model description into runners: the core
-    only receives them (``Pipeline(runners, config, device)``).
+    only receives them (``Pipeline(runners, config, device)``). The Pipeline gets a copy of
+    ``config`` with every head's size decided; the caller's is left as it was.
     """
     config = config or PipelineConfig()
     requested = parse_tasks(tasks)
@@ -255,8 +256,8 @@ def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
         LOG.info('loading seg too: pose takes its person boxes from it (box_source=seg)')
     sources = {} if random_weights else \
         resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
-    config.input_sizes = task_input_sizes(tasks, config.input_size, config.input_sizes,
-                                          _size_configs(tasks, sources))
+    config = dataclasses.replace(config, input_sizes=task_input_sizes(
+        tasks, config.input_size, config.input_sizes, _size_configs(tasks, sources)))
     runner_options['input_size'] = dict(config.input_sizes)
     runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
                             dtype=dtype, device=device, random_weights=random_weights,

@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from .errors import BackendUnavailableError, check_static_size, ExportError
-from .export import INPUT_NAME, onnx_metadata
-from ..core.models.input_size import format_size
+from .export import graph_input_size, INPUT_NAME, proto_metadata
+from ..core.models.input_size import Size
 from ..core.models.loading import parse_device
 from ..core.models.runners import OUTPUT_NAMES
 
@@ -107,13 +107,17 @@ class OnnxRuntimeRunner:
                  spin: bool = False, cache_dir: str | Path | None = None,
                  io_binding: bool | None = None, batch: tuple[int, int, int] = (1, 1, 8),
                  precision: str = 'fp32') -> None:
+        import onnx
+
         ort = import_onnxruntime()
         self.task = task
         self.path = Path(onnx_path).expanduser()
         if not self.path.is_file():
             raise ExportError(f'ONNX file {str(self.path)!r} does not exist; create it with '
                               f'`sapiens-ros export --task {task} --out {self.path}`')
-        self.metadata = onnx_metadata(self.path)
+        graph = onnx.load(str(self.path), load_external_data=False)  # without its weights
+        self.metadata = proto_metadata(graph)
+        self._graph_size = graph_input_size(graph)  # for ORT's TensorRT profile, before a session
         if self.metadata.get('task', task) != task:
             raise ExportError(f'{self.path.name} was exported for task '
                               f'{self.metadata["task"]!r}, not {task!r}')
@@ -145,7 +149,7 @@ class OnnxRuntimeRunner:
         if len(shape) != 4 or not all(isinstance(v, int) for v in shape[1:]):
             raise ExportError(f'{self.path.name}: expected input (batch, 3, H, W) with static '
                               f'H and W, got {shape}')
-        self.input_size = (shape[2], shape[3])
+        self.input_size = Size(shape[2], shape[3])
         outs = {o.name: o for o in self.session.get_outputs()}
         self.output_names = tuple(n for n in OUTPUT_NAMES[task] if n in outs)
         if not self.output_names:
@@ -158,7 +162,7 @@ class OnnxRuntimeRunner:
         self.io_binding = on_gpu if io_binding is None else bool(io_binding)
         self._learned_shapes: dict[str, list[int]] = {}  # per-sample shapes of dynamic outputs
         LOG.info('onnxruntime %s: %s on %s (input %s)', task, self.path.name,
-                 ','.join(self.providers), format_size(self.input_size))
+                 ','.join(self.providers), self.input_size)
 
     def _options(self, provider: str, extra: dict[str, dict] | None,
                  cache_dir: str | Path | None) -> dict:
@@ -186,7 +190,7 @@ class OnnxRuntimeRunner:
         from .tensorrt_build import installed_tensorrt_version
 
         folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
-        h, w = (int(v) for v in self.metadata.get('input_size', '0x0').split('x'))
+        h, w = self._graph_size or (0, 0)
         name = INPUT_NAME
         profile = [f'{name}:{b}x3x{h}x{w}' for b in self._batch]
         opts = {'trt_engine_cache_enable': 'True',

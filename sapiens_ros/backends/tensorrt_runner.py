@@ -39,7 +39,7 @@ import torch
 from .cuda_graphs import CudaGraphCache, run_in_chunks
 from .errors import check_static_size, EngineError
 from .tensorrt_build import import_tensorrt, require_cuda, trt_logger
-from ..core.models.input_size import format_size
+from ..core.models.input_size import Size
 from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)
@@ -97,14 +97,14 @@ class TensorRTRunner:
         self._out_dtypes = {n: _torch_dtype(trt, self.engine.get_tensor_dtype(n))
                             for n in self.output_names}
         shape = tuple(self.engine.get_tensor_shape(self.input_name))
-        self.input_size = (int(shape[2]), int(shape[3]))
+        self.input_size = Size(int(shape[2]), int(shape[3]))
         lo, _, hi = self.engine.get_tensor_profile_shape(self.input_name, 0)
         self.batch_range = (int(lo[0]), int(hi[0]))
         self._graphs = (CudaGraphCache(self._execute, self.device, batches=(cuda_graph_batch,),
                                        make_fn=self._graph_fn, name=f'tensorrt {task}')
                         if cuda_graph_batch else None)
         LOG.info('tensorrt %s: %s (input %s, batch %d-%d)', task, self.path.name,
-                 format_size(self.input_size), *self.batch_range)
+                 self.input_size, *self.batch_range)
 
     def check_input_size(self, input_size: tuple[int, int]) -> tuple[int, int]:
         """Raise :class:`InputSizeError` unless ``input_size`` is the engine's H x W."""

@@ -27,7 +27,7 @@ import logging
 import torch
 
 from .cuda_graphs import CudaGraphCache
-from ..core.models.loading import check_input_size
+from ..core.models.input_size import check_input_size
 from ..core.models.runners import OUTPUT_NAMES
 
 LOG = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import os
 from pathlib import Path
 
-from .source import BagError, storage_files
+from .rosbag2 import BagError, storage_files
 
 
 @dataclass(frozen=True)

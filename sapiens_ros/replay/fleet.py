@@ -43,7 +43,8 @@ from .manifest import BagRecord, CANNOT_OPEN, Manifest, WORKER_LOST
 from .merge import merge_parts
 from .progress import Progress
 from .resume import leftovers
-from .source import BagError, InputBag
+from .rosbag2 import BagError
+from .source import InputBag
 from .stop import StopSignals
 from .summary import (EXIT_CANNOT_OPEN, EXIT_FRAMES_FAILED, EXIT_INPUT_BROKE, EXIT_INTERRUPTED,
                       EXIT_OK, EXIT_OUTPUT_FAILED, Summary)

@@ -48,8 +48,9 @@ from .naming import DEFAULT_NAMESPACE, errors_topic, output_prefixes, output_top
 from .progress import Progress
 from .records import error_record
 from .resume import best_partial, leftovers, PartialRun, swap_in, temp_path
+from .rosbag2 import BagError
 from .sink import describe, msgtype_of, OutputBag, OutputError, qos
-from .source import BagError, InputBag
+from .source import InputBag
 from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut

@@ -38,7 +38,7 @@ import time
 from .fleet import FleetOptions, Unit, WorkerLost
 from .loop import Replayer, ReplayOptions
 from .ray_watchdog import start_watchdog
-from .source import BagError
+from .rosbag2 import BagError
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,8 @@ from pathlib import Path
 import shutil
 
 from .records import record_values
-from .source import BagError, InputBag
+from .rosbag2 import BagError
+from .source import InputBag
 from ..ros.messages import cloud_field, INFO_TOPICS
 
 #: The output whose ``id`` field holds each person's track id.

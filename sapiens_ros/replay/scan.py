@@ -34,6 +34,8 @@ from pathlib import Path
 import sqlite3
 import struct
 
+from .rosbag2 import BagError, storage_files, typestore_of
+
 MAGIC = b'\x89MCAP0\r\n'
 _OP_SCHEMA, _OP_CHANNEL, _OP_MESSAGE, _OP_CHUNK = 0x03, 0x04, 0x05, 0x06
 _OP_FOOTER, _OP_DATA_END = 0x02, 0x0F
@@ -187,10 +189,8 @@ class ScanBag:
     """The readable part of a rosbag2 directory whose storage files rosbags cannot open."""
 
     def __init__(self, path: Path, distro: str = 'jazzy') -> None:
-        from .source import BagError
-
         self.path = Path(path)
-        files = sorted(self.path.glob('*.mcap')) + sorted(self.path.glob('*.db3'))
+        files = storage_files(self.path)
         if not files:
             raise BagError(f'{self.path} holds no .mcap or .db3 storage file')
         self.files = files
@@ -222,8 +222,6 @@ class ScanBag:
     def _typestore(self):
         from rosbags.interfaces import MessageDefinitionFormat
         from rosbags.typesys import get_types_from_msg
-
-        from .source import typestore_of
 
         store = typestore_of(self.distro)
         for conn in self.connections:

@@ -31,7 +31,7 @@ from io import BytesIO
 import os
 from pathlib import Path
 
-from .source import BagError, typestore_of
+from .rosbag2 import BagError, typestore_of
 
 #: Storage plugins by ``--storage`` name.
 STORAGES = ('mcap', 'sqlite3')

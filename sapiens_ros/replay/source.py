@@ -20,28 +20,13 @@ from collections.abc import Iterator, Sequence
 import logging
 from pathlib import Path
 
-from ..core.errors import SapiensError
+from .rosbag2 import BagError, storage_files, typestore_of
+from .scan import ScanBag
 
 #: Camera message types the replay reads, and what each one is.
 log = logging.getLogger(__name__)
 
 IMAGE_TYPES = {'sensor_msgs/msg/Image': 'raw', 'sensor_msgs/msg/CompressedImage': 'compressed'}
-
-#: Typestores by ROS 2 distro (bags without message definitions, the running distro's CDR).
-_STORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
-           'kilted': 'ROS2_KILTED'}
-
-
-def typestore_of(distro: str, fallback: str = 'jazzy'):
-    """Return the rosbags typestore of a ROS 2 distro name (``fallback`` for unknown names)."""
-    from rosbags.typesys import get_typestore, Stores
-
-    name = _STORES.get(distro.strip().lower()) or _STORES[fallback]
-    return get_typestore(getattr(Stores, name))
-
-
-class BagError(SapiensError):
-    """The input or output bag cannot be used (missing, corrupt, truncated, wrong topics)."""
 
 
 def bag_dir(path: str | Path, unclosed: bool = False) -> Path:
@@ -67,11 +52,6 @@ def bag_dir(path: str | Path, unclosed: bool = False) -> Path:
         raise BagError(f'{path} has no metadata.yaml: not a rosbag2 bag, or one that was never '
                        f'closed (the recorder was killed)')
     return path
-
-
-def storage_files(path: Path) -> list[Path]:
-    """Return the ``.mcap`` / ``.db3`` files of a bag directory."""
-    return sorted(path.glob('*.mcap')) + sorted(path.glob('*.db3'))
 
 
 def _distro_of(path: Path, default: str = 'humble') -> str:
@@ -122,8 +102,6 @@ class InputBag:
 
     def _scan(self, why: str) -> None:
         """Read the bag record by record (its readable prefix)."""
-        from .scan import ScanBag
-
         self.reader = ScanBag(self.path, _distro_of(self.path))
         self.salvaged = why
         log.warning('%s: %s; reading what it holds record by record', self.path, why)

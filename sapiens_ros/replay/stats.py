@@ -24,7 +24,8 @@ import logging
 import numpy as np
 
 from .records import record_values
-from .source import BagError, InputBag
+from .rosbag2 import BagError
+from .source import InputBag
 from ..core.models.metadata import keypoint_info
 from ..ros.messages import cloud_field, TOPIC_TYPES
 

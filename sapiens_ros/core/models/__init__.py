@@ -12,4 +12,4 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Models: task registry, checkpoint loading and configs, input sizes, metadata, runner seam."""
+"""Models: task registry, checkpoint loading, configs, geometry, input sizes, metadata, runners."""

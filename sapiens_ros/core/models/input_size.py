@@ -19,7 +19,8 @@ Model input sizes: written ``WIDTHxHEIGHT`` (as ROS writes image_width x image_h
 Sapiens2 runs portrait (or square) inputs: its heads were trained on 768 wide x 1024 high, pose
 crops are 3:4 portrait, and the pointmap's scale head takes only portrait sizes. Before 0.2 the
 package wrote sizes HEIGHTxWIDTH, so a landscape value is refused, showing both readings, rather
-than silently read the other way. Internally sizes stay ``(height, width)`` tuples, torch's order.
+than silently read the other way. Internally a size is a :class:`Size`, a ``(height, width)``
+tuple (torch's order) whose text is ``WIDTHxHEIGHT``: the one writer and reader of that text.
 """
 
 from __future__ import annotations
@@ -27,19 +28,59 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 import logging
 import re
+from typing import NamedTuple
 
+from .geometry import has_scale_head, patch_size, scale_features, scale_head_sizes
 from ..errors import InputSizeError
 
 LOG = logging.getLogger(__name__)
 _SIZE = re.compile(r'^\s*(\d+)\s*[xX×]\s*(\d+)\s*$')
 
 
+class Size(NamedTuple):
+    """
+    A model input size: a ``(height, width)`` tuple (torch's order), written ``WIDTHxHEIGHT``.
+
+    The one place that writes and reads the text form, for people (CLI, parameters, logs) and
+    files (ONNX metadata, cache file names, engine slots) alike, so no two places disagree.
+    """
+
+    height: int
+    width: int
+
+    def __str__(self) -> str:
+        """Write the size ``WIDTHxHEIGHT``, e.g. ``768x1024``."""
+        return f'{self.width}x{self.height}'
+
+    @classmethod
+    def of(cls, value: Sequence[int] | str) -> Size:
+        """Return ``value``, a ``(height, width)`` pair or a ``WIDTHxHEIGHT`` text, as a Size."""
+        if isinstance(value, str):
+            return cls.parse(value)
+        height, width = value
+        return cls(int(height), int(width))
+
+    @classmethod
+    def parse(cls, text: str, name: str = 'input_size') -> Size:
+        """
+        Read ``WIDTHxHEIGHT`` exactly as :meth:`__str__` writes it (any orientation).
+
+        For what this package wrote; a person's value goes through :func:`parse_size`, which
+        also refuses the ambiguous ones.
+        """
+        match = _SIZE.match(text) if isinstance(text, str) else None
+        if match is None:
+            raise InputSizeError(f'{name} must be WIDTHxHEIGHT in pixels, e.g. 768x1024; got '
+                                 f'{text!r}')
+        return cls(height=int(match.group(2)), width=int(match.group(1)))
+
+
 def format_size(hw: Sequence[int]) -> str:
     """Write an internal ``(height, width)`` as ``WIDTHxHEIGHT``."""
-    return f'{int(hw[1])}x{int(hw[0])}'
+    return str(Size.of(hw))
 
 
-def parse_size(value, name: str = 'input_size') -> tuple[int, int]:
+def parse_size(value, name: str = 'input_size') -> Size:
     """
     Parse a ``WIDTHxHEIGHT`` size (e.g. ``768x1024``); return ``(height, width)``.
 
@@ -53,11 +94,7 @@ def parse_size(value, name: str = 'input_size') -> tuple[int, int]:
             f'{name} {list(value)} is ambiguous: sizes are now a string WIDTHxHEIGHT. '
             f'As [height, width] (the old order) it means width {b} x height {a}: write '
             f'"{b}x{a}"; as [width, height] it means width {a} x height {b}: write "{a}x{b}"')
-    match = _SIZE.match(str(value)) if isinstance(value, str) else None
-    if match is None:
-        raise InputSizeError(f'{name} must be WIDTHxHEIGHT in pixels, e.g. 768x1024; got '
-                             f'{value!r}')
-    width, height = int(match.group(1)), int(match.group(2))
+    height, width = Size.parse(value, name)
     if width <= 0 or height <= 0:
         raise InputSizeError(f'{name} {value!r} must be positive')
     if width > height:
@@ -66,12 +103,12 @@ def parse_size(value, name: str = 'input_size') -> tuple[int, int]:
             f'{height} (landscape, which Sapiens2 does not run); read HEIGHTxWIDTH (the order '
             f'before 0.2) it is width {height} x height {width}. Write "{height}x{width}" '
             f'(WIDTHxHEIGHT) for that portrait size')
-    return height, width
+    return Size(height, width)
 
 
 def parse_task_sizes(text: str | Mapping[str, str], tasks: Sequence[str] = (),
-                     name: str = 'input_sizes') -> dict[str, tuple[int, int]]:
-    """Parse per-task sizes ``'seg=384x512,pointmap=656x912'`` to ``{task: (h, w)}``."""
+                     name: str = 'input_sizes') -> dict[str, Size]:
+    """Parse per-task sizes ``'seg=384x512,pointmap=656x912'`` to ``{task: Size}``."""
     if isinstance(text, Mapping):
         items = list(text.items())
     else:
@@ -93,41 +130,36 @@ def parse_task_sizes(text: str | Mapping[str, str], tasks: Sequence[str] = (),
 
 def legal_sizes(task: str, config) -> str:
     """Describe the sizes ``task``'s head accepts (WIDTHxHEIGHT), for error messages."""
-    from .loading import has_scale_head, patch_size, scale_head_sizes
-
     ph, pw = patch_size(config)
     if task == 'pointmap' and has_scale_head(config):
         hs, ws = scale_head_sizes(config)
         if hs and ws:
             return (f'widths {ws[0]}-{ws[-1]} x heights {hs[0]}-{hs[-1]}, multiples of {pw}, '
-                    f'e.g. {format_size((hs[0], ws[0]))} (the smallest) or '
-                    f'{format_size((hs[-1], ws[-1]))}')
+                    f'e.g. {Size(hs[0], ws[0])} (the smallest) or {Size(hs[-1], ws[-1])}')
     return f'any WIDTHxHEIGHT in multiples of {pw}x{ph}, e.g. 768x1024 or 384x512'
 
 
-def fit_size(task: str, config, wanted: tuple[int, int]) -> tuple[int, int]:
+def fit_size(task: str, config, wanted: Sequence[int]) -> Size:
     """
     Return the input size closest to ``wanted`` that ``task``'s head accepts.
 
     Only the pointmap's scale head restricts sizes beyond the patch grid: below its range it
     gets its smallest legal size, above it its largest (each side clamped).
     """
-    from .loading import has_scale_head, patch_size, scale_head_sizes
-
     height, width = (int(v) for v in wanted)
     if task == 'pointmap' and has_scale_head(config):
         hs, ws = scale_head_sizes(config)
         if hs and ws:
             height = min(max(height, hs[0]), hs[-1])
             width = min(max(width, ws[0]), ws[-1])
-            return height, width
+            return Size(height, width)
     ph, pw = patch_size(config)
-    return max(ph, height - height % ph), max(pw, width - width % pw)
+    return Size(max(ph, height - height % ph), max(pw, width - width % pw))
 
 
-def task_input_sizes(tasks: Sequence[str], default: tuple[int, int],
-                     overrides: Mapping[str, tuple[int, int]],
-                     configs: Mapping[str, object]) -> dict[str, tuple[int, int]]:
+def task_input_sizes(tasks: Sequence[str], default: Sequence[int],
+                     overrides: Mapping[str, Sequence[int]],
+                     configs: Mapping[str, object]) -> dict[str, Size]:
     """
     Each head's input size: its override, else ``default`` fitted to what the head accepts.
 
@@ -135,15 +167,33 @@ def task_input_sizes(tasks: Sequence[str], default: tuple[int, int],
     keeps ``default``; its runner still validates it). An override is kept as given, so a head
     that cannot take it fails with its legal sizes.
     """
+    default = Size.of(default)
     sizes = {}
     for task in tasks:
         if task in overrides:
-            sizes[task] = tuple(overrides[task])
+            sizes[task] = Size.of(overrides[task])
             continue
         config = configs.get(task)
-        size = fit_size(task, config, default) if config is not None else tuple(default)
-        if size != tuple(default):
-            LOG.info('%s runs at %s: it cannot take input_size %s (it accepts %s)', task,
-                     format_size(size), format_size(default), legal_sizes(task, config))
+        size = fit_size(task, config, default) if config is not None else default
+        if size != default:
+            LOG.info('%s runs at %s: it cannot take input_size %s (it accepts %s)', task, size,
+                     default, legal_sizes(task, config))
         sizes[task] = size
     return sizes
+
+
+def check_input_size(task: str, config, input_size: Sequence[int]) -> Size:
+    """Validate a ``(height, width)`` model input size for ``task``; return it as a Size."""
+    size = Size.of(input_size)
+    ph, pw = patch_size(config)
+    if size.height <= 0 or size.width <= 0 or size.height % ph or size.width % pw:
+        raise InputSizeError(
+            f'{task} input size {size} (WIDTHxHEIGHT) is not a positive multiple of the patch '
+            f'size {pw}x{ph}; use e.g. 768x1024, 576x768 or 384x512')
+    if task == 'pointmap' and has_scale_head(config):
+        want = config.head_config.scale_final_input_size
+        if scale_features(config, *size) != want:
+            raise InputSizeError(
+                f'the pointmap scale head cannot take {size} (WIDTHxHEIGHT): its MLP expects '
+                f'{want} features. It accepts {legal_sizes(task, config)}')
+    return size

@@ -28,8 +28,8 @@ import sys
 import torch
 
 from .registry import DEFAULT_SIZE, hub_id, model_class, task_spec, TASKS
-from ..errors import (CheckpointMismatchError, CorruptCheckpointError, InputSizeError,
-                      UnknownTaskError, WeightsNotFoundError)
+from ..errors import (CheckpointMismatchError, CorruptCheckpointError, UnknownTaskError,
+                      WeightsNotFoundError)
 
 LOG = logging.getLogger(__name__)
 
@@ -268,71 +268,6 @@ def progress_bars_only_in_a_terminal() -> Iterator[None]:
             hf_logging.enable_progress_bar()
         if restore_hub:
             enable_progress_bars()
-
-
-def patch_size(config) -> tuple[int, int]:
-    """Patch size of a Sapiens2 config as ``(h, w)``."""
-    p = config.patch_size
-    return (p, p) if isinstance(p, int) else (int(p[0]), int(p[1]))
-
-
-def _scale_grid(config, height: int, width: int) -> tuple[int, int]:
-    """Feature grid the pointmap scale head flattens for a ``height x width`` input."""
-    ph, pw = patch_size(config)
-    fh, fw = height // ph, width // pw
-    for k in config.head_config.scale_conv_kernel_sizes:
-        pad = (k - 1) // 2
-        fh = (fh + 2 * pad - k) // 2 + 1
-        fw = (fw + 2 * pad - k) // 2 + 1
-    return fh, fw
-
-
-def _scale_features(config, height: int, width: int) -> int:
-    """Flattened size the pointmap scale head sees for a ``height x width`` input."""
-    fh, fw = _scale_grid(config, height, width)
-    return fh * fw * config.head_config.scale_conv_out_channels[-1]
-
-
-def has_scale_head(config) -> bool:
-    """Return True when a pointmap config predicts the focal-length scale."""
-    head = getattr(config, 'head_config', None)
-    return bool(head is not None and head.scale_conv_out_channels)
-
-
-def scale_head_sizes(config, limit: int = 2048) -> tuple[list[int], list[int]]:
-    """
-    Heights and widths (multiples of the patch) the pointmap scale head takes as trained.
-
-    These keep the training feature grid; other sizes with the same flattened size also run
-    but feed the MLP transposed features.
-    """
-    ph, pw = patch_size(config)
-    size = config.image_size
-    train_h, train_w = (size, size) if isinstance(size, int) else size
-    want = _scale_grid(config, train_h, train_w)
-    hs = [h for h in range(ph, limit + 1, ph) if _scale_grid(config, h, train_w)[0] == want[0]]
-    ws = [w for w in range(pw, limit + 1, pw) if _scale_grid(config, train_h, w)[1] == want[1]]
-    return hs, ws
-
-
-def check_input_size(task: str, config, input_size: tuple[int, int]) -> tuple[int, int]:
-    """Validate a ``(height, width)`` model input size for ``task``; return it as ints."""
-    from .input_size import format_size, legal_sizes  # it builds on this module
-
-    height, width = (int(v) for v in input_size)
-    ph, pw = patch_size(config)
-    size = format_size((height, width))
-    if height <= 0 or width <= 0 or height % ph or width % pw:
-        raise InputSizeError(
-            f'{task} input size {size} (WIDTHxHEIGHT) is not a positive multiple of the patch '
-            f'size {pw}x{ph}; use e.g. 768x1024, 576x768 or 384x512')
-    if task == 'pointmap' and has_scale_head(config):
-        want = config.head_config.scale_final_input_size
-        if _scale_features(config, height, width) != want:
-            raise InputSizeError(
-                f'the pointmap scale head cannot take {size} (WIDTHxHEIGHT): its MLP expects '
-                f'{want} features. It accepts {legal_sizes(task, config)}')
-    return height, width
 
 
 def _weight_files(path: str) -> str:
