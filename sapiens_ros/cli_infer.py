@@ -202,11 +202,12 @@ def run(args: argparse.Namespace) -> int:
     from .core.media.outputs import write_frame_outputs
     from .core.media.sample_image import sample_image_path
     from .core.pipeline.pipeline import PipelineConfig
+    from .core.pipeline.plan import PIPELINE_BOX_SOURCES
     from .core.processing.boxes import clip_to_image, parse_boxes
 
     boxes = None
-    box_source = args.boxes if args.boxes in ('seg', 'full') else 'full'
-    if args.boxes not in ('seg', 'full'):
+    box_source = args.boxes if args.boxes in PIPELINE_BOX_SOURCES else 'full'
+    if args.boxes not in PIPELINE_BOX_SOURCES:
         boxes = parse_boxes(args.boxes)
     if args.video:
         return _run_video(args, box_source, boxes)

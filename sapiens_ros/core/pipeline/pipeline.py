@@ -25,15 +25,14 @@ import numbers
 import numpy as np
 import torch
 
-from .plan import load_tasks, plan_tasks, RUN_ORDER, TaskPlan
+from .plan import load_tasks, PIPELINE_BOX_SOURCES, plan_tasks, RUN_ORDER, TaskPlan
 from .timing import StageTimer
 from ..errors import SapiensError
 from ..models.loading import parse_device
 from ..models.metadata import keypoint_info
 from ..models.runners import Runner
 from ..processing import render as R
-from ..processing.boxes import (BOX_SOURCES, check_boxes, crop_windows, foreground_boxes,
-                                full_frame_box)
+from ..processing.boxes import check_boxes, crop_windows, foreground_boxes, full_frame_box
 from ..processing.frames import FrameBatch
 from ..processing.heads.normals import NormalResult, unit_normals
 from ..processing.heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
@@ -69,7 +68,7 @@ class PipelineConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid option."""
-        if self.box_source not in BOX_SOURCES[:2]:
+        if self.box_source not in PIPELINE_BOX_SOURCES:
             raise SapiensError(f'box_source must be seg or full, got {self.box_source!r}')
         if self.max_persons < 1:
             raise SapiensError('max_persons must be >= 1')

@@ -33,7 +33,6 @@ from ..errors import FrameError
 
 #: Sapiens/mmpose top-down context: each box is enlarged by this factor before cropping.
 BOX_PADDING = 1.25
-BOX_SOURCES = ('seg', 'full', 'given')
 
 
 def image_extent(image_size: tuple[int, int]) -> np.ndarray:
