@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 import time
 
@@ -201,11 +202,12 @@ def run(args: argparse.Namespace) -> int:
     from .core.media.outputs import write_frame_outputs
     from .core.media.sample_image import sample_image_path
     from .core.pipeline.pipeline import PipelineConfig
+    from .core.pipeline.plan import PIPELINE_BOX_SOURCES
     from .core.processing.boxes import clip_to_image, parse_boxes
 
     boxes = None
-    box_source = args.boxes if args.boxes in ('seg', 'full') else 'full'
-    if args.boxes not in ('seg', 'full'):
+    box_source = args.boxes if args.boxes in PIPELINE_BOX_SOURCES else 'full'
+    if args.boxes not in PIPELINE_BOX_SOURCES:
         boxes = parse_boxes(args.boxes)
     if args.video:
         return _run_video(args, box_source, boxes)
@@ -259,7 +261,9 @@ def run(args: argparse.Namespace) -> int:
 def _run_video(args: argparse.Namespace, box_source: str, boxes) -> int:
     """``infer --video``: the clip is checked before any model loads, then tracked."""
     from .cli_video import run_video
+    from .core.errors import FrameError
     from .core.media.video import open_video, SourceError
+    from .core.processing.boxes import clip_to_image
     from .core.pipeline.pipeline import PipelineConfig
 
     if args.images:
@@ -273,6 +277,14 @@ def _run_video(args: argparse.Namespace, box_source: str, boxes) -> int:
     except SourceError as exc:
         print(f'error: {exc}')
         return 2
+    if boxes is not None:  # clipped to the clip's frames as an image's boxes are
+        first = next(frames)
+        try:
+            boxes = clip_to_image(boxes, first.shape[:2], warn=print)
+        except FrameError as exc:
+            print(f'error: {exc}')
+            return 2
+        frames = itertools.chain([first], frames)
     config = PipelineConfig(input_size=input_size(args), box_source=box_source,
                             flip_test=args.flip, pointmap_stride=args.stride)
     pipe = pipeline_from_args(args, config)

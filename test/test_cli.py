@@ -88,7 +88,7 @@ def test_infer_first_hour_mistakes(tmp_path, capfd):
         out = capfd.readouterr()
         assert why in out.out + out.err and 'Traceback' not in out.err, boxes
     assert main(base + ['--boxes=-10,20,200,900']) == 0
-    assert 'clipped to [[0.0, 20.0, 200.0, 512.0]]' in capfd.readouterr().out
+    assert 'clipped to [[-0.5, 20.0, 200.0, 511.5]]' in capfd.readouterr().out
     # A missing file and a directory among good images: the rest are processed, then rc 1.
     good = str(sample_image_path())
     (tmp_path / 'folder').mkdir()

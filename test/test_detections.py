@@ -31,11 +31,13 @@ def boxes(rows):
 
 
 def test_kept_boxes_are_clipped_xyxy_in_message_order():
+    # clipped to the pixel edges (-0.5 .. W - 0.5), as every box source is
     det = boxes([(100, 200, 80, 240, 0.0, [('person', 0.9)]),
                  (620, 300, 80, 200, 0.0, [('dog', 0.99), ('person', 0.6)]),  # sticks out
                  (300, 240, 50, 100, 0.0, [('person', 0.7)])])
     out = person_boxes(det, SIZE, classes=('person',), min_score=0.5)
-    np.testing.assert_array_equal(out.boxes, np.float32([[60, 80, 140, 320], [580, 200, 640, 400],
+    np.testing.assert_array_equal(out.boxes, np.float32([[60, 80, 140, 320],
+                                                         [580, 200, 639.5, 400],
                                                          [275, 190, 325, 290]]))
     np.testing.assert_allclose(out.scores, [0.9, 0.6, 0.7])  # the person hypothesis' score
     assert out.rows.tolist() == [0, 1, 2] and not out.rejected

@@ -23,7 +23,7 @@ from sapiens_ros.core.errors import InputSizeError
 from sapiens_ros.core.models.configs import save_random_checkpoints
 from sapiens_ros.core.models.input_size import format_size, parse_size
 from sapiens_ros.core.pipeline.budget import RateBudget
-from sapiens_ros.core.pipeline.plan import plan_tasks
+from sapiens_ros.core.pipeline.plan import choose_boxes, pipeline_box_source, plan_tasks
 from sapiens_ros.core.pipeline.scheduler import Camera, FrameRequest, Scheduler
 
 INPUT = (256, 192)
@@ -111,7 +111,7 @@ def test_rate_budgets_hold_within_10_percent_over_30_s(pipeline):
     jitter = np.random.default_rng(0).uniform(-0.01, 0.01, 600)
     for k in range(600):  # 30 s at 20 Hz, +-10 ms of jitter
         stamp = k / 20 + jitter[k]
-        plan, _, _ = sched.plan(FrameRequest(cam, np.zeros((8, 8, 3), np.uint8), stamp, ALL))
+        plan, _ = sched.plan(FrameRequest(cam, np.zeros((8, 8, 3), np.uint8), stamp, ALL))
         cam.budget.consume(plan.run, stamp)
         for task in plan.run:
             runs[task] += 1
@@ -146,6 +146,25 @@ def test_plan_dependencies():
     assert plan_tasks({'pose'}, loaded, people_3d=True, depth=True).run == ('seg', 'pose')
     assert plan_tasks({'pointmap'}, loaded, foreground_only=False).run == ('pointmap',)
     assert plan_tasks({'normal'}, ('seg',)).run == ()  # not loaded: never runs
+
+
+def test_choose_boxes_is_the_whole_fallback_chain():
+    loaded, seg_due, seg_idle = ('seg', 'pose'), lambda t: True, lambda t: t != 'seg'
+    nobody, two = (lambda: 0), (lambda: 2)
+    assert choose_boxes('seg', loaded, seg_due, given='detections', tracked=two) == 'detections'
+    # after a detector's frame the tracker's boxes, even with nobody tracked (nobody is there)
+    assert choose_boxes('seg', loaded, seg_due, tracked=nobody, after_given=True) == 'tracker'
+    assert choose_boxes('seg', loaded, seg_due, after_given=True) == 'seg'  # no tracker
+    assert choose_boxes('seg', loaded, seg_due, tracked=two) == 'seg'
+    assert choose_boxes('seg', loaded, seg_idle, tracked=two) == 'tracker'
+    assert choose_boxes('seg', loaded, seg_idle, tracked=nobody) == ''  # no pose
+    assert choose_boxes('seg', ('pose',), seg_idle, tracked=two) == 'full'  # seg not loaded
+    assert choose_boxes('full', loaded, seg_idle, tracked=two) == 'full'
+    assert pipeline_box_source('detections', loaded) == 'seg'
+    assert pipeline_box_source('detections', ('pose',)) == 'full'
+    assert choose_boxes('detections', loaded, seg_due) == 'seg'  # the pipeline's own source
+    plan = plan_tasks({'pose'}, loaded, due=seg_idle, tracked=two)
+    assert plan.run == ('pose',) and plan.boxes == 'tracker' and plan.given_boxes
 
 
 def test_pose_between_seg_frames_runs_on_tracked_boxes(pipeline, astronaut):

@@ -343,7 +343,7 @@ class PersonTracker:
         out[has_kp, 2:] = base[has_kp, 2:] * growth[has_kp] * (1.0 + cfg.predict_margin)
         boxes, ids = _xyxy(out), self.ids[live]
         if image_size is not None:
-            boxes, keep = clip_boxes(boxes, image_size, edge=-0.5)
+            boxes, keep = clip_boxes(boxes, image_size)
             boxes, ids = boxes[keep], ids[keep]
         return ids.copy(), boxes.astype(np.float32)
 

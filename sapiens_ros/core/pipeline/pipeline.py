@@ -25,15 +25,15 @@ import numbers
 import numpy as np
 import torch
 
-from .plan import load_tasks, plan_tasks, RUN_ORDER, TaskPlan
+from .device_results import DevicePointmap, DevicePose, DeviceResults
+from .plan import load_tasks, PIPELINE_BOX_SOURCES, plan_tasks, RUN_ORDER, TaskPlan
 from .timing import StageTimer
 from ..errors import SapiensError
 from ..models.loading import parse_device
 from ..models.metadata import keypoint_info
 from ..models.runners import Runner
 from ..processing import render as R
-from ..processing.boxes import (BOX_SOURCES, check_boxes, crop_windows, foreground_boxes,
-                                full_frame_box)
+from ..processing.boxes import check_boxes, crop_windows, foreground_boxes, full_frame_box
 from ..processing.frames import FrameBatch
 from ..processing.heads.normals import NormalResult, unit_normals
 from ..processing.heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
@@ -69,7 +69,7 @@ class PipelineConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid option."""
-        if self.box_source not in BOX_SOURCES[:2]:
+        if self.box_source not in PIPELINE_BOX_SOURCES:
             raise SapiensError(f'box_source must be seg or full, got {self.box_source!r}')
         if self.max_persons < 1:
             raise SapiensError('max_persons must be >= 1')
@@ -194,7 +194,7 @@ class Pipeline:
         batch = FrameBatch(frames, cfg.input_size, self.device, color_order)
         timer.mark('preprocess')
         results = [FrameResult(image_size=f.size) for f in batch.frames]
-        dev: dict[str, dict] = {}
+        dev = DeviceResults()
 
         def frames_of(task: str) -> list[int]:
             return [i for i, plan in enumerate(plans) if task in plan.run and task in self.runners]
@@ -208,37 +208,38 @@ class Pipeline:
         if idx := frames_of('seg'):
             out, lbs = forward('seg', idx)
             logits = out['logits']
-            dev['labels'] = {i: seg_labels(logits[j], lbs[i]) for j, i in enumerate(idx)}
-            dev['seg_boxes'] = {i: foreground_boxes(
+            dev.labels = {i: seg_labels(logits[j], lbs[i]) for j, i in enumerate(idx)}
+            dev.seg_boxes = {i: foreground_boxes(
                 logits[j], lbs[i], min_area=cfg.min_person_area, max_persons=cfg.max_persons)
                 for j, i in enumerate(idx) if plans[i].boxes == 'seg'}
             timer.mark('seg.decode')
         if idx := frames_of('normal'):
             out, lbs = forward('normal', idx)
-            dev['normals'] = {i: unit_normals(out['normals'][j], lbs[i])
-                              for j, i in enumerate(idx)}
+            dev.normals = {i: unit_normals(out['normals'][j], lbs[i])
+                           for j, i in enumerate(idx)}
             timer.mark('normal.decode')
         if idx := frames_of('pointmap'):
             out, lbs = forward('pointmap', idx)
-            dev['pointmap'] = self._pointmaps(batch, idx, lbs, out, fx, dev.get('labels', {}))
+            dev.pointmap = self._pointmaps(batch, idx, lbs, out, fx, dev.labels)
             timer.mark('pointmap.decode')
         if idx := frames_of('matting'):
             out, lbs = forward('matting', idx)
-            dev['matting'] = {i: sample_map(out['alphas'][j].float(), lbs[i])[0]
-                              for j, i in enumerate(idx)}
+            dev.matting = {i: sample_map(out['alphas'][j].float(), lbs[i])[0]
+                           for j, i in enumerate(idx)}
             timer.mark('matting.decode')
         if idx := frames_of('backbone'):
             out, _ = forward('backbone', idx)
-            dev['embedding'] = {i: out['pooler_output'][j] for j, i in enumerate(idx)}
+            dev.embedding = {i: out['pooler_output'][j] for j, i in enumerate(idx)}
         if idx := frames_of('pose'):
-            self._pose(batch, idx, plans, boxes, dev, timer)
+            pose = _pose_boxes(batch, idx, plans, boxes, dev.seg_boxes)
+            dev.pose = self._pose(batch, pose, dev.pointmap, dev.labels, timer)
         if any(renders):
-            dev['rendered'] = {i: self._render(frame, i, dev, renders[i])
-                               for i, frame in enumerate(batch.frames) if renders[i]}
+            dev.rendered = {i: self._render(frame, i, dev, renders[i])
+                            for i, frame in enumerate(batch.frames) if renders[i]}
             timer.mark('render')
-        dev['finite'] = _finite_flags(dev, n)
+        finite = dev.finite_flags(n)
 
-        self._to_host(results, dev, renders)
+        self._to_host(results, dev, finite, renders)
         timer.mark('to_host')
         timings = timer.result()
         for r in results:
@@ -246,7 +247,7 @@ class Pipeline:
         return results
 
     def _pointmaps(self, batch: FrameBatch, idx: list[int], lbs: list, out: dict, fx: list,
-                   labels: dict) -> dict:
+                   labels: dict[int, torch.Tensor]) -> dict[int, DevicePointmap]:
         cfg = self.config
         stride = cfg.pointmap_stride
         items = {}
@@ -265,34 +266,24 @@ class Pipeline:
             if lab is not None and cfg.foreground_only:
                 keep &= lab != 0
             ys, xs = keep.nonzero(as_tuple=True)
-            items[i] = {'xyz': xyz, 'points': xyz[keep], 'colors': rgb[keep],
-                        'labels': None if lab is None else lab[keep],
-                        'pixels': torch.stack([xs, ys], -1) * stride,
-                        'scale': scale, 'scale_source': source, 'stride': stride}
+            items[i] = DevicePointmap(
+                xyz=xyz, points=xyz[keep], colors=rgb[keep],
+                labels=None if lab is None else lab[keep],
+                pixels=torch.stack([xs, ys], -1) * stride, scale=scale, scale_source=source,
+                stride=stride)
         return items
 
-    def _pose(self, batch: FrameBatch, idx: list[int], plans: Sequence[TaskPlan], boxes: list,
-              dev: dict, timer: StageTimer) -> None:
+    def _pose(self, batch: FrameBatch, pose: DevicePose, pointmaps: dict[int, DevicePointmap],
+              labels: dict[int, torch.Tensor], timer: StageTimer) -> DevicePose:
+        """Run pose on ``pose``'s boxes; fill its keypoints (3D ones where a pointmap ran)."""
         cfg = self.config
-        per_frame, scores = {}, {}
-        for i in idx:
-            if boxes[i] is not None:
-                b = check_boxes(boxes[i])
-                s = np.ones(len(b), np.float32)
-            elif plans[i].boxes == 'seg' and i in dev.get('seg_boxes', {}):
-                b, s = dev['seg_boxes'][i]
-            else:
-                b, s = full_frame_box(batch.frames[i].size), np.ones(1, np.float32)
-            per_frame[i], scores[i] = b, s
-        counts = [len(per_frame[i]) for i in idx]
-        dev['pose_frames'], dev['pose_counts'] = idx, counts
-        dev['boxes'], dev['box_scores'] = per_frame, scores
+        idx, counts = pose.frames, pose.counts
         total = sum(counts)
         if total == 0:
             timer.mark('pose.boxes')
-            return
+            return pose
         size = cfg.size_of('pose')
-        all_boxes = torch.as_tensor(np.concatenate([per_frame[i] for i in idx]),
+        all_boxes = torch.as_tensor(np.concatenate([pose.boxes[i] for i in idx]),
                                     device=self.device)
         frame_index = torch.repeat_interleave(torch.as_tensor(idx, device=self.device),
                                               torch.as_tensor(counts, device=self.device))
@@ -307,23 +298,25 @@ class Pipeline:
             heatmaps = 0.5 * (heatmaps[:total] + flip_back(heatmaps[total:], self._flip_perm))
         coords, kp_scores = decode_heatmaps(heatmaps)
         xy = heatmap_to_image(coords, centers, sizes, tuple(heatmaps.shape[-2:]))
-        dev['keypoints'], dev['keypoint_scores'] = xy, kp_scores
-        if 'pointmap' in dev:
-            dev['keypoints_xyz'] = self._keypoints_3d(batch, xy, idx, counts, dev)
+        pose.keypoints, pose.keypoint_scores = xy, kp_scores
+        if pointmaps:
+            pose.keypoints_xyz = self._keypoints_3d(batch, xy, idx, counts, pointmaps, labels)
         timer.mark('pose.decode')
+        return pose
 
     def _keypoints_3d(self, batch: FrameBatch, xy: torch.Tensor, idx: list[int],
-                      counts: list[int], dev: dict) -> dict[int, torch.Tensor]:
+                      counts: list[int], pointmaps: dict[int, DevicePointmap],
+                      labels: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
         """Bilinear pointmap samples at the keypoints; NaN where the pixel is background."""
         out = {}
         for i, chunk in zip(idx, xy.split(counts), strict=True):
-            pm = dev['pointmap'].get(i)
+            pm = pointmaps.get(i)
             if pm is None:
                 continue
             flat = chunk.reshape(-1, 2)
             height, width = batch.frames[i].size
-            stride = pm['stride']
-            xyz_map = pm['xyz'].permute(2, 0, 1)  # (3, Hs, Ws) on the strided image grid
+            stride = pm.stride
+            xyz_map = pm.xyz.permute(2, 0, 1)  # (3, Hs, Ws) on the strided image grid
             # Strided grid pixel j sits at image pixel j*stride: sample in that grid's units.
             gx = (flat[:, 0] / stride + 0.5) / xyz_map.shape[2] * 2 - 1
             gy = (flat[:, 1] / stride + 0.5) / xyz_map.shape[1] * 2 - 1
@@ -332,18 +325,20 @@ class Pipeline:
                                                   padding_mode='border')[0, :, 0].T
             inside = (flat[:, 0] >= -0.5) & (flat[:, 0] <= width - 0.5) & \
                 (flat[:, 1] >= -0.5) & (flat[:, 1] <= height - 0.5)
-            if i in dev.get('labels', {}):
-                inside &= _nearest(dev['labels'][i], flat) != 0
+            if i in labels:
+                inside &= _nearest(labels[i], flat) != 0
             pts = torch.where(inside[:, None], pts, torch.full_like(pts, float('nan')))
             out[i] = pts.reshape(chunk.shape[0], chunk.shape[1], 3)
         return out
 
-    def _render(self, frame, i: int, dev: dict, request: R.RenderRequest) -> dict:
+    def _render(self, frame, i: int, dev: DeviceResults, request: R.RenderRequest) -> dict:
         """Device tensors of the requested outputs of frame ``i`` that this call can fill."""
-        return R.render_tensors(request, frame.rgb, dev.get('labels', {}).get(i),
-                                dev.get('normals', {}).get(i), dev.get('pointmap', {}).get(i))
+        pm = dev.pointmap.get(i)
+        return R.render_tensors(request, frame.rgb, dev.labels.get(i), dev.normals.get(i),
+                                None if pm is None else pm.render_inputs())
 
-    def _to_host(self, results: list[FrameResult], dev: dict,
+    def _to_host(self, results: list[FrameResult], dev: DeviceResults,
+                 finite: tuple[list[str], list[list[bool]]] | None,
                  renders: list[R.RenderRequest | None]) -> None:
         """
         Copy the final device arrays to the host (the only transfer of results).
@@ -356,73 +351,66 @@ class Pipeline:
         def host(t, dtype=None):
             return to_host(t, dtype) if isinstance(t, torch.Tensor) else t
 
-        names, flags = dev['finite'] or ([], [])
+        names, flags = finite or ([], [])
         for i, r in enumerate(results):
-            if i in dev.get('rendered', {}):
-                r.rendered = R.to_buffers(dev['rendered'][i], renders[i])
+            if i in dev.rendered:
+                r.rendered = R.to_buffers(dev.rendered[i], renders[i])
             r.finite = dict(zip(names, flags[i], strict=True)) if names else None
-            if i in dev.get('labels', {}):
-                r.seg = SegResult(host(dev['labels'][i]))
-            if i in dev.get('normals', {}):
-                r.normal = NormalResult(host(dev['normals'][i]))
-            if i in dev.get('pointmap', {}):
-                pm = dev['pointmap'][i]
+            if i in dev.labels:
+                r.seg = SegResult(host(dev.labels[i]))
+            if i in dev.normals:
+                r.normal = NormalResult(host(dev.normals[i]))
+            if i in dev.pointmap:
+                pm = dev.pointmap[i]
                 cloud = r.rendered.get('cloud')
-                points = host(pm['points']) if cloud is None else \
+                points = host(pm.points) if cloud is None else \
                     cloud.view(np.float32).reshape(len(cloud), -1)[:, :3]
                 r.pointmap = PointmapResult(
-                    xyz=host(pm['xyz']), points=points, colors=host(pm['colors']),
-                    labels=host(pm['labels']), pixels=host(pm['pixels'], np.int32),
-                    scale=float(pm['scale']), scale_source=pm['scale_source'],
-                    stride=pm['stride'])
-            if i in dev.get('matting', {}):
-                r.matting = host(dev['matting'][i])
-            if i in dev.get('embedding', {}):
-                r.embedding = host(dev['embedding'][i].float())
-        if 'pose_counts' in dev:
-            idx, counts = dev['pose_frames'], dev['pose_counts']
-            if 'keypoints' in dev:
-                kps = host(dev['keypoints']).astype(np.float32)
-                scs = host(dev['keypoint_scores']).astype(np.float32)
-            else:
-                kps = np.zeros((0, self.num_keypoints, 2), np.float32)
-                scs = np.zeros((0, self.num_keypoints), np.float32)
-            offsets = np.cumsum([0] + counts)
-            for k, i in enumerate(idx):
-                r, (a, b) = results[i], (offsets[k], offsets[k + 1])
-                r.pose = PoseResult(kps[a:b], scs[a:b], np.asarray(dev['boxes'][i], np.float32),
-                                    np.asarray(dev['box_scores'][i], np.float32))
-                if i in dev.get('keypoints_xyz', {}):
-                    r.keypoints_xyz = host(dev['keypoints_xyz'][i]).astype(np.float32)
-                elif i in dev.get('pointmap', {}):
-                    r.keypoints_xyz = np.full((b - a, self.num_keypoints, 3), np.nan, np.float32)
+                    xyz=host(pm.xyz), points=points, colors=host(pm.colors),
+                    labels=host(pm.labels), pixels=host(pm.pixels, np.int32),
+                    scale=float(pm.scale), scale_source=pm.scale_source, stride=pm.stride)
+            if i in dev.matting:
+                r.matting = host(dev.matting[i])
+            if i in dev.embedding:
+                r.embedding = host(dev.embedding[i].float())
+        if dev.pose is not None:
+            self._pose_to_host(results, dev.pose, dev.pointmap, host)
+
+    def _pose_to_host(self, results: list[FrameResult], pose: DevicePose,
+                      pointmaps: dict[int, DevicePointmap], host) -> None:
+        """Split the batched keypoints back into each frame's ``PoseResult`` (host arrays)."""
+        if pose.keypoints is not None:
+            kps = host(pose.keypoints).astype(np.float32)
+            scs = host(pose.keypoint_scores).astype(np.float32)
+        else:
+            kps = np.zeros((0, self.num_keypoints, 2), np.float32)
+            scs = np.zeros((0, self.num_keypoints), np.float32)
+        offsets = np.cumsum([0] + pose.counts)
+        for k, i in enumerate(pose.frames):
+            r, (a, b) = results[i], (offsets[k], offsets[k + 1])
+            r.pose = PoseResult(kps[a:b], scs[a:b], np.asarray(pose.boxes[i], np.float32),
+                                np.asarray(pose.box_scores[i], np.float32))
+            if i in pose.keypoints_xyz:
+                r.keypoints_xyz = host(pose.keypoints_xyz[i]).astype(np.float32)
+            elif i in pointmaps:
+                r.keypoints_xyz = np.full((b - a, self.num_keypoints, 3), np.nan, np.float32)
 
 
-def _finite_flags(dev: dict, n: int) -> tuple[list[str], list[list[bool]]] | None:
-    """
-    Per frame, whether each head's outputs are all finite: reduced on the device, one tiny copy.
-
-    Covers what ``FrameResult.non_finite`` would otherwise check on the host arrays; a frame a
-    head did not run on counts as finite for it.
-    """
-    per_frame: dict[str, dict[int, tuple]] = {}
-    if 'keypoints' in dev:
-        chunks = zip(dev['keypoints'].split(dev['pose_counts']),
-                     dev['keypoint_scores'].split(dev['pose_counts']), strict=True)
-        per_frame['pose keypoints'] = dict(zip(dev['pose_frames'], chunks, strict=True))
-    if 'normals' in dev:
-        per_frame['normals'] = {i: (t,) for i, t in dev['normals'].items()}
-    if 'pointmap' in dev:
-        per_frame['pointmap'] = {i: (pm['xyz'],) for i, pm in dev['pointmap'].items()}
-    if not per_frame:
-        return None
-    # The sum of finite values stays finite (unit normals, metres, pixels: far from float32's
-    # range) and one NaN/inf makes it non-finite: one read pass, no mask allocated.
-    sums = [torch.stack([t.sum() for t in tensors])
-            for items in per_frame.values() for tensors in items.values()]
-    ok = iter(torch.stack([torch.isfinite(s).all() for s in sums]).tolist())
-    flags = {name: {i: next(ok) for i in items} for name, items in per_frame.items()}
-    return list(per_frame), [[flags[name].get(i, True) for name in per_frame] for i in range(n)]
+def _pose_boxes(batch: FrameBatch, idx: list[int], plans: Sequence[TaskPlan], boxes: list,
+                seg_boxes: dict[int, tuple[np.ndarray, np.ndarray]]) -> DevicePose:
+    """Pick the boxes pose runs on in frames ``idx``: the caller's, seg's if planned, else all."""
+    per_frame, scores = {}, {}
+    for i in idx:
+        if boxes[i] is not None:
+            b = check_boxes(boxes[i])
+            s = np.ones(len(b), np.float32)
+        elif plans[i].boxes == 'seg' and i in seg_boxes:
+            b, s = seg_boxes[i]
+        else:
+            b, s = full_frame_box(batch.frames[i].size), np.ones(1, np.float32)
+        per_frame[i], scores[i] = b, s
+    return DevicePose(frames=idx, counts=[len(per_frame[i]) for i in idx], boxes=per_frame,
+                      box_scores=scores)
 
 
 def _nearest(labels: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:

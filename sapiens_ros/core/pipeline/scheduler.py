@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+import functools
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,6 @@ class FrameOutcome:
 
     request: FrameRequest
     plan: TaskPlan
-    box_origin: str = ''  # 'seg', 'tracker', 'detections', 'full' or '' (no pose)
     result: FrameResult | None = None
     people: People | None = None
     error: tuple[str, str] | None = None  # (kind, text) of a frame that failed
@@ -109,6 +109,11 @@ class FrameOutcome:
     def tasks(self) -> tuple[str, ...]:
         """Heads that ran on this frame."""
         return self.plan.run if self.result is not None else ()
+
+    @property
+    def box_origin(self) -> str:
+        """Where the pose boxes came from: 'seg', 'tracker', 'detections', 'full', '' (no pose)."""
+        return self.plan.boxes
 
 
 class Scheduler:
@@ -121,32 +126,30 @@ class Scheduler:
         self.on_batch = on_batch  # (task, frames) once per head per step, for diagnostics
         self.steps = 0
 
-    def plan(self, request: FrameRequest) -> tuple[TaskPlan, np.ndarray | None, str]:
-        """Plan ``request`` on its camera's budget: ``(plan, boxes, box origin)``."""
+    def plan(self, request: FrameRequest) -> tuple[TaskPlan, np.ndarray | None]:
+        """
+        Plan ``request`` on its camera's budget: ``(plan, the boxes pose runs on)``.
+
+        The boxes are the request's (``plan.boxes == 'detections'``), the tracker's predictions
+        (``'tracker'``) or None (the pipeline's own: seg or the full frame); the choice is
+        :func:`~.plan.choose_boxes`'s.
+        """
         cam, stamp = request.camera, request.stamp
-        loaded = self.pipeline.tasks
-        box_source = self.pipeline.config.box_source
 
         def due(task: str) -> bool:
             return cam.budget.due(task, stamp)
 
-        boxes, origin = request.boxes, 'detections' if request.boxes is not None else ''
-        if boxes is None and 'pose' in request.wanted and cam.people is not None and \
-                due('pose'):
-            between_given = cam.between_given_boxes(stamp)
-            if between_given or (box_source == 'seg' and 'seg' in loaded and not due('seg')):
-                predicted = self._tracked_boxes(cam.people, stamp, request.pixels.shape[:2])
-                # between a detector's frames nobody tracked means nobody: no fallback boxes
-                if len(predicted) or between_given:
-                    boxes, origin = predicted, 'tracker'
-        plan = plan_tasks(request.wanted, loaded, due=due, box_source=box_source,
-                          given_boxes=boxes is not None, people_3d=request.people_3d,
-                          depth=bool(request.depth), foreground_only=self.foreground_only)
-        if 'pose' not in plan:
-            boxes, origin = None, ''
-        elif not origin:
-            origin = plan.boxes
-        return plan, boxes, origin
+        predicted = functools.cache(
+            lambda: self._tracked_boxes(cam.people, stamp, request.pixels.shape[:2]))
+        plan = plan_tasks(request.wanted, self.pipeline.tasks, due=due,
+                          box_source=self.pipeline.config.box_source,
+                          given_boxes='detections' if request.boxes is not None else False,
+                          tracked=None if cam.people is None else lambda: len(predicted()),
+                          after_given=cam.between_given_boxes(stamp),
+                          people_3d=request.people_3d, depth=bool(request.depth),
+                          foreground_only=self.foreground_only)
+        boxes = {'detections': lambda: request.boxes, 'tracker': predicted}.get(plan.boxes)
+        return plan, None if boxes is None else boxes()
 
     def _tracked_boxes(self, people: PeopleState, stamp: float,
                        size: tuple[int, int]) -> np.ndarray:
@@ -192,11 +195,11 @@ class Scheduler:
                                'split the step with Scheduler.batchable')
         outcomes, boxes = [], []
         for req in requests:
-            plan, given, origin = self.plan(req)
+            plan, given = self.plan(req)
             req.camera.budget.consume(plan.run, req.stamp)
-            if origin == 'detections':
+            if plan.boxes == 'detections':
                 req.camera.given_boxes_at = req.stamp
-            outcomes.append(FrameOutcome(req, plan, origin))
+            outcomes.append(FrameOutcome(req, plan))
             boxes.append(given)
         todo = [k for k, o in enumerate(outcomes) if o.plan]
         self._infer([outcomes[k] for k in todo], [boxes[k] for k in todo])

@@ -12,7 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Person boxes for top-down pose: full frame, caller boxes, or seg foreground components."""
+"""
+Person boxes for top-down pose: full frame, caller boxes, or seg foreground components.
+
+Every box is xyxy in image pixels with pixel centres at integers (the letterbox maps'
+convention): a ``W`` x ``H`` image spans ``[-0.5, W - 0.5] x [-0.5, H - 0.5]``, and every box
+source (seg components, keypoint boxes, tracker predictions, detectors, ``--boxes``) is clipped
+to that extent by :func:`clip_boxes` alone.
+"""
 
 from __future__ import annotations
 
@@ -26,13 +33,17 @@ from ..errors import FrameError
 
 #: Sapiens/mmpose top-down context: each box is enlarged by this factor before cropping.
 BOX_PADDING = 1.25
-BOX_SOURCES = ('seg', 'full', 'given')
+
+
+def image_extent(image_size: tuple[int, int]) -> np.ndarray:
+    """Return the ``(4,)`` xyxy extent (its pixel edges) of an image of ``(height, width)``."""
+    height, width = image_size
+    return np.array([-0.5, -0.5, width - 0.5, height - 0.5])
 
 
 def full_frame_box(image_size: tuple[int, int]) -> np.ndarray:
-    """Return the whole frame as one ``(1, 4)`` xyxy box (pixel edges)."""
-    height, width = image_size
-    return np.array([[-0.5, -0.5, width - 0.5, height - 0.5]], dtype=np.float32)
+    """Return the whole frame as one ``(1, 4)`` xyxy box: the image extent."""
+    return image_extent(image_size)[None].astype(np.float32)
 
 
 def parse_boxes(text: str) -> np.ndarray:
@@ -53,18 +64,16 @@ def parse_boxes(text: str) -> np.ndarray:
     return check_boxes(np.array(values, dtype=np.float32))
 
 
-def clip_boxes(boxes: np.ndarray, size: tuple[int, int],
-               edge: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def clip_boxes(boxes: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """
-    Clip ``(N, 4)`` xyxy boxes to an image of ``size`` ``(height, width)``; flag non-empty rows.
+    Clip ``(N, 4)`` xyxy boxes to the extent of an image of ``size`` ``(height, width)``.
 
-    The image spans ``edge`` to ``width + edge`` and ``height + edge`` (``edge=-0.5``: the
-    pixel-centre convention, pixel edges at -0.5). A row is non-empty when it keeps a positive
-    width and height, so it is finite too (NaN compares false). The dtype is numpy's promotion:
-    callers cast.
+    The one clipping of every box source (:func:`image_extent`: pixel edges at -0.5). Also
+    flags the rows left non-empty: a positive width and height, so finite too (NaN compares
+    false). The dtype is numpy's promotion: callers cast.
     """
-    h, w = size
-    clipped = np.clip(boxes, edge, [w + edge, h + edge, w + edge, h + edge])
+    extent = image_extent(size)
+    clipped = np.clip(boxes, extent[[0, 1, 0, 1]], extent[[2, 3, 2, 3]])
     nonempty = (clipped[:, 2] > clipped[:, 0]) & (clipped[:, 3] > clipped[:, 1])
     return clipped, nonempty
 
@@ -77,7 +86,8 @@ def clip_to_image(boxes: np.ndarray, size: tuple[int, int], warn=None) -> np.nda
     (e.g. ``print``) is told which.
     """
     h, w = size
-    # float32 in, integer bounds: the clipped values are float32 ones, tested as they are kept
+    # float32 in, half-integer bounds (exact in float32): the clipped values are float32 ones,
+    # tested as they are kept
     clipped, inside = clip_boxes(np.asarray(boxes, np.float32), size)
     clipped = clipped.astype(np.float32)
     empty = ~inside
@@ -125,7 +135,7 @@ def keypoint_boxes(keypoints: np.ndarray, scores: np.ndarray, fallback: np.ndarr
         return np.zeros((0, 4), np.float32)
     box = keypoint_extent(keypoints, np.asarray(scores) >= min_score)
     pad = np.tile((box[:, 2:] - box[:, :2]) * padding, 2) * [-1, -1, 1, 1]
-    boxes, ok = clip_boxes(box + pad, image_size, edge=-0.5)
+    boxes, ok = clip_boxes(box + pad, image_size)
     return np.where(ok[:, None], boxes, np.asarray(fallback, np.float32)).astype(np.float32)
 
 
@@ -182,10 +192,7 @@ def foreground_boxes(logits: torch.Tensor, letterbox: Letterbox, *, factor: int 
     # Low-res cell edges -> model pixel coordinates (centres at integers) -> image pixels.
     corners = np.stack([np.stack([x0 * fx - 0.5, y0 * fy - 0.5], -1),
                         np.stack([x1 * fx - 0.5, y1 * fy - 0.5], -1)], axis=1)
-    img = letterbox.to_image(corners)
-    height, width = letterbox.image_size
-    img[..., 0] = img[..., 0].clip(-0.5, width - 0.5)
-    img[..., 1] = img[..., 1].clip(-0.5, height - 0.5)
+    img, _ = clip_boxes(letterbox.to_image(corners).reshape(-1, 4), letterbox.image_size)
     sums = np.bincount(comp.ravel(), weights=prob.ravel(), minlength=count)
     scores = sums[keep] / stats[keep, cv2.CC_STAT_AREA]
-    return img.reshape(-1, 4).astype(np.float32), scores.astype(np.float32)
+    return img.astype(np.float32), scores.astype(np.float32)

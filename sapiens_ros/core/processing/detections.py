@@ -18,9 +18,11 @@ Person boxes from an external detector (ROS-free): centre/size boxes to clipped 
 A detector gives per detection a centre, a size (pixels of the image it ran on), a rotation,
 class ids and scores (``vision_msgs/Detection2D``: each result a class and a score). Kept are
 the detections whose best accepted class scores at least ``min_score``; their axis-aligned box
-is clipped to the image. Bad entries are counted by kind, never raised: ``nan`` (non-finite
-numbers), ``size`` (zero or negative width or height), ``outside`` (nothing left inside the
-image); filtered ones as ``class`` (no accepted class) and ``score`` (below ``min_score``).
+is clipped to the image as every box source is (``core.processing.boxes.clip_boxes``: pixel
+centres at integers, the edges at -0.5). Bad entries are counted by kind, never raised: ``nan``
+(non-finite numbers), ``size`` (zero or negative width or height), ``outside`` (nothing left
+inside the image); filtered ones as ``class`` (no accepted class) and ``score`` (below
+``min_score``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class DetectorBoxes:
 class PersonBoxes:
     """Accepted person boxes and what was rejected."""
 
-    boxes: np.ndarray  # (M, 4) float32 xyxy, clipped to [0, width] x [0, height]
+    boxes: np.ndarray  # (M, 4) float32 xyxy, clipped to [-0.5, W - 0.5] x [-0.5, H - 0.5]
     scores: np.ndarray  # (M,) float32
     rows: np.ndarray  # (M,) int64 index of each box in the detector message
     rejected: Counter = field(default_factory=Counter)  # kind -> count
@@ -101,8 +103,7 @@ def person_boxes(det: DetectorBoxes, image_size: tuple[int, int],
     kind[(kind == '') & ~(det.sizes > 0).all(1)] = 'size'
     kind[(kind == '') & np.isnan(score)] = 'class'
     kind[(kind == '') & ~(score >= min_score)] = 'score'
-    # the axis-aligned box of the (possibly rotated) box, clipped to the image as the boxes
-    # given on the command line are (core.processing.boxes.clip_boxes)
+    # the axis-aligned box of the (possibly rotated) box, clipped to the image
     c, s = np.cos(det.thetas), np.sin(det.thetas)
     with np.errstate(invalid='ignore'):  # bad rows (inf sizes) are already counted
         half = np.stack([np.abs(c) * det.sizes[:, 0] + np.abs(s) * det.sizes[:, 1],
