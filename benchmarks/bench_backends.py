@@ -87,7 +87,7 @@ def main() -> None:
             med = {name: statistics.median(v) for name, v in times.items()}
             rows.append((task, med['torch'], med['onnxruntime'],
                          med['onnxruntime'] / med['torch']))
-    print(f'\nCPU, {threads} threads, layout {args.layout}, input {size[0]}x{size[1]}, '
+    print(f'\nCPU, {threads} threads, layout {args.layout}, input {size}, '
           f'batch {args.batch}, median of {args.repeats} (torch {torch.__version__}, '
           f'onnxruntime {__import__("onnxruntime").__version__})\n')
     print('| head | torch ms/frame | onnxruntime ms/frame | ort / torch |')

@@ -45,11 +45,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_node import default_domain  # noqa: E402, I100 - beside this script
+from sapiens_ros.core.models.input_size import Size  # noqa: E402
 from sapiens_ros.core.models.runners import OUTPUT_NAMES  # noqa: E402
 from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 import torch  # noqa: E402, I100
 
-INPUT_SIZE = (1024, 768)  # model input H x W (the node's default)
+INPUT_SIZE = Size(1024, 768)  # model input 768x1024 (the node's default)
 PROFILE = ROOT / 'config' / 'fastdds_shm.xml'
 TASKS = ('pose', 'seg', 'normal', 'pointmap')
 
@@ -208,7 +209,7 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
     kwargs = _render_kwargs(M, None, options)
     rep = args.repeat
 
-    print(f'\n### Frame {width}x{height} (model input {INPUT_SIZE[0]}x{INPUT_SIZE[1]}, '
+    print(f'\n### Frame {width}x{height} (model input {INPUT_SIZE}, '
           f'zero-cost model, {device}, foreground {args.foreground:.0%})\n')
     print('| stage | ms | memcpy ms (same bytes) | ratio | bytes |\n|---|---|---|---|---|')
     row = '| {} | {} | {:,} |'

@@ -42,7 +42,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PROFILE = ROOT / 'config' / 'fastdds_shm.xml'
-INPUT_SIZE = (256, 192)
+
+from sapiens_ros.core.models.input_size import Size  # noqa: E402 - after sys.path
+
+INPUT_SIZE = Size(256, 192)
 
 
 def _frame(width: int, height: int) -> np.ndarray:
@@ -193,7 +196,7 @@ def node_rate(model_dir: str, tasks: str, seconds: float, cam_rate: float, domai
     node = subprocess.Popen(
         [sys.executable, '-m', 'sapiens_ros.ros.perception_node', '--ros-args',
          '-p', f'model_dir:={model_dir}', '-p', f'tasks:={tasks}',
-         '-p', f'input_size:={INPUT_SIZE[1]}x{INPUT_SIZE[0]}'],
+         '-p', f'input_size:={INPUT_SIZE}'],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sub = subprocess.Popen(_me('sub', '--topic', ','.join(first[:1] + first[1:] + rest),
                                '--reliable', '--seconds', str(seconds), '--warmup', '3',
@@ -298,7 +301,7 @@ def main() -> None:
     light = node_rate(model_dir, args.tasks, args.seconds, cam, domain, 'one')
     core_after = core_rate(model_dir, args.tasks, 20)
     core = 0.5 * (core_before + core_after)
-    print(f'\nNode overhead (tiny models, {INPUT_SIZE[0]}x{INPUT_SIZE[1]} input, 512x512 bgr8 '
+    print(f'\nNode overhead (tiny models, {INPUT_SIZE} input, 512x512 bgr8 '
           f'camera at {max(2.0 * core_before, 10.0):.1f} Hz, tasks {args.tasks}, CPU, '
           f'{os.cpu_count()} cores, {args.threads} torch thread(s), load average '
           f'{os.getloadavg()[0]:.1f})')

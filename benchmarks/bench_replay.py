@@ -21,7 +21,7 @@ A rosbags-written camera bag (real photo frames) is replayed into an mcap bag (r
 infer, build the node's messages, serialize, write); the core rate is ``pipe(frames)`` on the
 same decoded frames in the same batches. Target: replay / core >= 0.90.
 
-    python benchmarks/bench_replay.py [--frames 12] [--size 480x640] [--batch 1,4]
+    python benchmarks/bench_replay.py [--frames 12] [--size 640x480] [--batch 1,4]
         [--tasks pose,seg,normal,pointmap] [--input-size 192x256] [--compressed]
         [--layout tiny|0.4b]
 
@@ -50,7 +50,7 @@ from replay_bags import camera_bag, frames  # noqa: E402
 from sapiens_ros.backends.factory import load_pipeline  # noqa: E402
 from sapiens_ros.backends.torch_runner import TorchRunner  # noqa: E402
 from sapiens_ros.core.models.configs import random_model, save_random_checkpoints  # noqa: E402
-from sapiens_ros.core.models.input_size import format_size, parse_size  # noqa: E402
+from sapiens_ros.core.models.input_size import format_size, parse_size, Size  # noqa: E402
 from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
 from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, MessageOptions, OUTPUT_TASK  # noqa: E402
@@ -103,7 +103,7 @@ def ray_overhead(args, tmp: Path, tasks: tuple, size: tuple, input_size: tuple) 
     factory = functools.partial(make_pipeline, tasks, args.layout, str(tmp / 'models'),
                                 input_size)
     total = args.bags * args.frames
-    print(f'{args.bags} bags x {args.frames} frames {size[1]}x{size[0]}, tasks '
+    print(f'{args.bags} bags x {args.frames} frames {size}, tasks '
           f'{",".join(tasks)}, {args.layout} random models at {format_size(input_size)}, '
           f'CPU ({os.cpu_count()} cores); wall time includes loading the models')
     print('| run | workers | Ray start s | wall s | frames/s | ratio | frames/s once loaded '
@@ -137,7 +137,7 @@ def main() -> None:
     """Print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     ap.add_argument('--frames', type=int, default=12)
-    ap.add_argument('--size', default='480x640', help='camera frame HxW')
+    ap.add_argument('--size', default='640x480', help='camera frame WIDTHxHEIGHT')
     ap.add_argument('--batch', default='1,4')
     ap.add_argument('--tasks', default='pose,seg,normal,pointmap')
     ap.add_argument('--input-size', default='192x256', help='model input WIDTHxHEIGHT')
@@ -152,7 +152,7 @@ def main() -> None:
                     help="default: the CLI's default set at pointmap stride 2; all: every raw "
                          'output at stride 1')
     args = ap.parse_args()
-    size = tuple(int(v) for v in args.size.split('x'))
+    size = Size.parse(args.size)
     input_size = parse_size(args.input_size)
     tasks = tuple(args.tasks.split(','))
     tmp = Path(tempfile.mkdtemp(prefix='bench_replay_'))

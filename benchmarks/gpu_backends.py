@@ -281,7 +281,7 @@ def main() -> None:
     print(f'\n{props.name} (sm {props.major}.{props.minor}); '
           + ', '.join(f'{k} {v}' for k, v in versions.items())
           + f'; dense bf16 matmul {rate:.0f} TFLOP/s; layout {args.layout}, input '
-          f'{args.size[0]}x{args.size[1]}, median of {args.repeats}; '
+          f'{args.size}, median of {args.repeats}; '
           f'{time.monotonic() - started:.0f} s\n')
     print(table(rows))
     if args.json:
