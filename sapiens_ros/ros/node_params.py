@@ -58,7 +58,7 @@ class Param:
     """One declared parameter: a row of :data:`PARAMS`."""
 
     name: str
-    default: Any  #: its type is the parameter's type
+    default: Any  # its type is the parameter's type
     description: str
     read_only: bool = False
     low: float | None = None
@@ -95,7 +95,7 @@ class Param:
 
     @property
     def help_text(self) -> str:
-        """Return the description with its choices (the descriptor and launch arguments show it)."""
+        """Return the description with its choices (the descriptor and launch args show it)."""
         if self.choices:
             return f"{self.description} (one of: {', '.join(self.choices)})"
         return self.description
