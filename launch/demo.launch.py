@@ -28,6 +28,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 from sapiens_ros.ros.launch_support import profile_path, PROFILE_VAR
+from sapiens_ros.ros.node_params import PARAM_BY_NAME
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -37,9 +38,11 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('source', default_value='', description='video file or bag; '
                               'empty plays the bundled photo'),
         DeclareLaunchArgument('rate', default_value='5.0', description='frames per second'),
+        # The perception node's own arguments, with the demo's defaults.
         DeclareLaunchArgument('random_weights', default_value='false',
-                              description='tiny random models (no weights needed)'),
-        DeclareLaunchArgument('device', default_value='cpu', description='cpu or cuda'),
+                              description=PARAM_BY_NAME['random_weights'].help_text),
+        DeclareLaunchArgument('device', default_value='cpu',
+                              description=PARAM_BY_NAME['device'].help_text),
         DeclareLaunchArgument('output_dir', default_value='sapiens_demo',
                               description='where the monitor writes overlay images'),
         DeclareLaunchArgument('depth', default_value='',

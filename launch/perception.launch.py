@@ -32,51 +32,36 @@ from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from sapiens_ros.ros.launch_support import (check_params_file, PACKAGE, parameter_overrides,
-                                            parse_bool, profile_path, PROFILE_VAR, START_FAILED)
+from sapiens_ros.ros.launch_support import (check_params_file, PACKAGE, parameter_arguments,
+                                            parameter_overrides, parse_bool, profile_path,
+                                            PROFILE_VAR, START_FAILED)
+from sapiens_ros.ros.node_params import parse_cameras
 
 #: Track ids of isolated camera processes start this far apart (ids stay unique on the robot).
 TRACK_ID_BLOCK = 1_000_000
 
-ARGUMENTS = (
+#: Arguments of the launch itself (topics, processes, files): ``(name, default, description)``.
+LAUNCH_ONLY = (
     ('camera', 'image', 'input image topic (remapped onto the node\'s "image")'),
     ('camera_info', '', 'camera_info topic (default: camera_info beside the image topic)'),
     ('namespace', '', 'namespace of the node and its outputs'),
-    ('cameras', '', ('comma-separated camera names served by one process: camera NAME reads '
-                     '<namespace>/NAME/image and publishes <namespace>/NAME/pose/... '
-                     '(overrides camera)')),
     ('isolate_cameras', 'false', 'true: one process per camera (each loads its own models)'),
-    # Empty = keep the value of params_file (config/perception.yaml: the documented defaults).
-    ('tasks', '', 'heads to run, e.g. pose,seg (default: params_file)'),
-    ('rates', '', 'most runs per second per task, e.g. seg=5,normal=2 (0: every frame)'),
-    ('model_size', '', '0.4b, 0.8b, 1b or 5b (default: params_file)'),
-    ('model_dir', '', 'folder with one checkpoint per task in <model_dir>/<task>/'),
-    ('backend', '', 'torch, onnxruntime or tensorrt (default: params_file)'),
-    ('dtype', '', 'auto, fp32, bf16 or fp16 (default: params_file)'),
-    ('device', '', 'cpu, cuda or cuda:N (default: params_file)'),
     ('params_file', '', 'parameters YAML (default: config/perception.yaml of the package)'),
-    ('compressed', '', 'true: subscribe <camera>/compressed (default: params_file)'),
-    ('random_weights', '', 'true: tiny random models, no weights needed (default: params_file)'),
-    ('autostart', '', 'false: stay unconfigured until a lifecycle transition (default: true)'),
-    ('input_size', '', 'model input WIDTHxHEIGHT, e.g. 768x1024 (default: params_file)'),
-    ('input_sizes', '', 'per-head sizes, e.g. seg=384x512,pointmap=656x912'),
-    ('cpu_threads', '', 'torch CPU threads per process, 0 = torch default (default: params_file)'),
-    ('max_cameras_per_step', '', 'most cameras batched per inference step (0: all)'),
-    ('allow_build', '', 'false: never build ONNX graphs / TensorRT engines at start-up'),
-    ('engine_batch', '', 'TensorRT/ONNX batch profile min:opt:max (default: params_file)'),
-    ('cache_dir', '', 'ONNX/TensorRT cache folder (default: ~/.cache/sapiens_ros)'),
+    ('rates', '', 'most runs per second per task, e.g. seg=5,normal=2 (0: every frame): sets '
+                  'the rates.<task> parameters'),
     ('depth', '', ('aligned depth image topic (16UC1 mm / 32FC1 m): sets use_depth and remaps '
                    'the node\'s "depth" onto it (relative names resolve in each camera\'s '
                    'namespace)')),
     ('detections', '', ("a person detector's vision_msgs/Detection2DArray topic: sets "
                         'box_source detections and remaps the node\'s "detections" onto it')),
-    ('keypoint_format', '', 'sapiens308, coco17 or openpose18 (default: params_file)'),
-    ('publish_tf', '', 'body_<id> frames on /tf (default: true when tf2_msgs imports)'),
-    ('hri', '', 'true: REP-155 bodies under /humans/bodies (default: params_file)'),
     ('use_rviz', 'false', 'start RViz'),
     ('dds_profile', 'true', (f'set {PROFILE_VAR} to the shipped 64 MiB SHM profile when the '
                              f'RMW is Fast DDS and none is set')),
 )
+
+#: Every argument: the launch's own, then one per node parameter the table marks ``launch``
+#: (empty: keep the params_file value; config/perception.yaml holds the documented defaults).
+ARGUMENTS = (*LAUNCH_ONLY, *parameter_arguments())
 
 
 def _share() -> str:
@@ -104,7 +89,7 @@ def _nodes(context, *args, **kwargs):
     params_file = arg['params_file'] or os.path.join(_share(), 'config', 'perception.yaml')
     check_params_file(params_file)
     overrides = parameter_overrides(arg)  # only arguments given override the parameters file
-    cameras = [c.strip().strip('/') for c in arg['cameras'].split(',') if c.strip()]
+    cameras = parse_cameras(arg['cameras'])
     namespace = arg['namespace'].strip('/')
     sides = {s: arg[s] for s in ('depth', 'detections') if arg[s]}  # streams paired by stamp
     for stream, topic in sides.items():

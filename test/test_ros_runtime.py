@@ -146,12 +146,14 @@ def test_input_rate_judges_silence_slowness_and_staleness():
 
 
 def test_the_launch_side_imports_neither_torch_nor_rclpy(tmp_path):
-    """``ros2 launch`` reads sizes, rates and the params file without the models' stack."""
+    """``ros2 launch`` reads the parameter table, sizes, rates and the params file light."""
     import subprocess
     import sys
 
     code = ('import sys\n'
-            'from sapiens_ros.ros.launch_support import check_params_file, parameter_overrides\n'
+            'from sapiens_ros.ros.launch_support import (check_params_file, '
+            'parameter_arguments, parameter_overrides)\n'
+            'parameter_arguments()\n'  # the launch arguments, from the parameter table
             "parameter_overrides({'input_size': '192x256', 'rates': 'seg=5', 'depth': 'd'})\n"
             "check_params_file('config/perception.yaml')\n"
             "print(sorted(m for m in ('torch', 'rclpy', 'transformers') if m in sys.modules))\n")

@@ -12,23 +12,30 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Pieces the launch files share: the DDS profile and turning launch arguments into parameters."""
+"""
+Pieces the launch files share: the DDS profile and turning launch arguments into parameters.
+
+The arguments that set a node parameter come from the parameter table (``launch`` rows of
+:data:`~sapiens_ros.ros.node_params.PARAMS`): their names, types and descriptions are the
+table's. The launch converts a given text to the parameter's type and checks its form (a row's
+``parse``) so a malformed value fails the launch at once; the node parses it once more to use it.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from .node_params import node_rate_param, Param, PARAMS
 
 PACKAGE = 'sapiens_ros'
 #: Exit status of a node that could not start (a bad parameter, an unreadable parameters file).
 START_FAILED = 2
 PROFILE_VAR = 'FASTRTPS_DEFAULT_PROFILES_FILE'  # read by Humble, Jazzy and Kilted
 
-#: Launch arguments that become node parameters of that type when given (empty: the
-#: params_file value stays).
-STRING_ARGS = ('tasks', 'model_size', 'model_dir', 'backend', 'dtype', 'device',
-               'engine_batch', 'cache_dir', 'input_sizes', 'keypoint_format')
-BOOL_ARGS = ('compressed', 'random_weights', 'autostart', 'allow_build', 'hri', 'publish_tf')
-INT_ARGS = ('cpu_threads', 'max_cameras_per_step')
+#: The parameters ``perception.launch.py`` has an argument for (empty: the params_file value).
+LAUNCH_PARAMS: tuple[Param, ...] = tuple(p for p in PARAMS if p.launch_name)
+_LAUNCH_BY_NAME = {spec.name: spec for spec in LAUNCH_PARAMS}
 
 
 def profile_path(share: str) -> str | None:
@@ -70,16 +77,49 @@ def parse_bool(name: str, text: str) -> bool:
     return value in ('true', '1')
 
 
+def launch_text(value: Any) -> str:
+    """Write a parameter value as a launch argument gives it (``true``, ``4``, ``768x1024``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def argument_description(spec: Param) -> str:
+    """Describe a parameter's launch argument: the table's text, and what leaving it out does."""
+    default = launch_text(spec.default) or 'empty'
+    return f'{spec.help_text} (default: the params_file value, else {default})'
+
+
+def parameter_arguments() -> list[tuple[str, str, str]]:
+    """``(name, default, description)`` of the launch arguments that set a node parameter."""
+    return [(spec.launch_name, '', argument_description(spec)) for spec in LAUNCH_PARAMS]
+
+
+def parameter_value(spec: Param, text: str) -> Any:
+    """
+    Turn launch argument text into ``spec``'s parameter value; raise ValueError naming it.
+
+    Booleans take true/false (1/0), numbers their literal; a row with a ``parse`` has its form
+    checked here (the node parses it again to use it: the launch runs in another process).
+    """
+    name, text = spec.launch_name, text.strip()
+    if spec.kind is bool:
+        return parse_bool(name, text)
+    if spec.kind in (int, float):
+        try:
+            return spec.kind(text)
+        except ValueError:
+            kind = 'an integer' if spec.kind is int else 'a number'
+            raise ValueError(f'launch argument {name}:={text!r} must be {kind}') from None
+    if spec.parse is not None:
+        try:
+            spec.parse(text, spec.name)
+        except ValueError as exc:  # InputSizeError is one
+            raise ValueError(f'launch argument {name}:={text!r}: {exc}') from None
+    return text
+
+
 def parse_input_size(text: str) -> str:
     """Check a launch argument ``input_size:=WIDTHxHEIGHT``; return it (the parameter's form)."""
-    from ..core.errors import InputSizeError
-    from ..core.models.input_size import parse_size
-
-    try:
-        parse_size(text.strip(), 'launch argument input_size')
-    except InputSizeError as exc:
-        raise ValueError(str(exc)) from None
-    return text.strip()
+    return parameter_value(_LAUNCH_BY_NAME['input_size'], text)
 
 
 def parse_rates(text: str) -> dict[str, float]:
@@ -87,7 +127,7 @@ def parse_rates(text: str) -> dict[str, float]:
     from ..core.pipeline.budget import parse_rates as rates_of
 
     rates = rates_of(text, 'launch argument rates')
-    return {f'rates.{task}': rate for task, rate in rates.items()}
+    return {node_rate_param(task): rate for task, rate in rates.items()}
 
 
 def check_params_file(path: str) -> None:
@@ -134,17 +174,8 @@ def _parameter_blocks(data: dict, path: str, keys: tuple[str, ...] = ()):
 
 def parameter_overrides(args: dict[str, str]) -> dict:
     """Node parameters from the launch arguments given on the command line (non-empty)."""
-    out: dict = {k: args[k] for k in STRING_ARGS if args.get(k)}
-    out.update({k: parse_bool(k, args[k]) for k in BOOL_ARGS if args.get(k)})
-    for name in INT_ARGS:
-        if args.get(name):
-            try:
-                out[name] = int(args[name])
-            except ValueError:
-                raise ValueError(f'launch argument {name}:={args[name]!r} must be an integer') \
-                    from None
-    if args.get('input_size'):
-        out['input_size'] = parse_input_size(args['input_size'])
+    out: dict = {spec.name: parameter_value(spec, args[spec.launch_name])
+                 for spec in LAUNCH_PARAMS if args.get(spec.launch_name)}
     if args.get('rates'):
         out.update(parse_rates(args['rates']))
     if args.get('depth'):  # depth:=<topic> turns the RGB-D input on (the launch file remaps)

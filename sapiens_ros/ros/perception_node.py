@@ -44,33 +44,25 @@ from rclpy.qos import HistoryPolicy, qos_profile_system_default, QoSProfile, Rel
 from .camera import CameraChannel
 from .diagnostics import BatchStats, statuses
 from .messages import MessageOptions, TASK_OUTPUTS
-from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras, parse_outputs,
-                          validate)
+from .node_params import (assign, camera_rate_param, checked, node_rate_param, PARAM_BY_NAME,
+                          PARAMS, parse_cameras, routed)
 from .optional_msgs import available, missing_packages
 from .people_world import PeopleWorld, WorldOptions
 from .runtime import FrameSlots, ThreadLogForwarder
 from .spin import program_args, run_node, STOP_TIMEOUT_S
 from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
-from ..core.errors import SapiensError
-from ..core.models.input_size import format_size, parse_size, parse_task_sizes
+from ..core.errors import InputSizeError, SapiensError
+from ..core.models.input_size import format_size
 from ..core.models.registry import parse_tasks, PERCEPTION_TASKS
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
+from ..core.pipeline.budget import check_rate, INHERIT_RATE
 from ..core.pipeline.pipeline import Pipeline, PipelineConfig
 from ..core.pipeline.scheduler import Camera, Scheduler
 
-#: Message options the node forwards from its parameters (parameter: option).
-_MESSAGE_OPTIONS = {'score_threshold': 'score_threshold', 'overlay_alpha': 'overlay_alpha',
-                    'foreground_only': 'foreground_only', 'normal_encoding': 'normal_encoding',
-                    'overlay_compression': 'compressed_format', 'jpeg_quality': 'jpeg_quality'}
-
-#: Pipeline options the node forwards from its parameters.
-_PIPELINE_PARAMS = ('box_source', 'max_persons', 'min_person_area', 'flip_test',
-                    'pointmap_stride', 'foreground_only')
-
-#: People-in-the-world options the node forwards (applied from the next frame).
-_WORLD_OPTIONS = ('publish_tf', 'tf_joints', 'hri')
+#: The PipelineConfig fields that runtime parameters set (applied between steps).
+_RUNTIME_PIPELINE_FIELDS = tuple(routed('pipeline', dict.fromkeys(PARAM_BY_NAME), 'runtime'))
 
 #: Seconds between two looks at the colour frames waiting for their side messages.
 PAIRING_FLUSH_S = 0.02
@@ -84,12 +76,18 @@ def pipeline_box_source(box_source: str, tasks: tuple[str, ...]) -> str:
 
 
 def build_pipeline(tasks: tuple[str, ...], params: dict, progress: bool = False) -> Pipeline:
-    """Load (or, with ``random_weights``, build tiny random) models per the node parameters."""
-    settings = {k: params[k] for k in _PIPELINE_PARAMS}
-    settings['box_source'] = pipeline_box_source(params['box_source'], tasks)
-    config = PipelineConfig(input_size=parse_size(params['input_size']),
-                            input_sizes=parse_task_sizes(params['input_sizes'], tasks),
-                            **settings)
+    """
+    Load (or, with ``random_weights``, build tiny random) models per the node parameters.
+
+    ``params`` are the parameters as :func:`~.node_params.checked` returns them (sizes parsed).
+    """
+    settings = routed('pipeline', params)
+    settings['box_source'] = pipeline_box_source(settings['box_source'], tasks)
+    unloaded = [t for t in settings['input_sizes'] if t not in tasks]
+    if unloaded:
+        raise InputSizeError(f'input_sizes names {unloaded[0]!r}, which is not loaded '
+                             f'({", ".join(tasks)})')
+    config = PipelineConfig(**settings)
     if params['cpu_threads'] > 0:
         import torch
 
@@ -146,6 +144,7 @@ class PerceptionNode(LifecycleNode):
         self._forced: set[str] = set()
         self._pending: dict = {}  # runtime pipeline settings, applied between steps
         self._rates_changed = True
+        self._rate_params = {node_rate_param(t) for t in PERCEPTION_TASKS}  # and the cameras'
         self.not_configured_reason = 'not configured yet'
         self._people_config = PeopleConfig()
         self._log_forwarder = ThreadLogForwarder(
@@ -153,7 +152,11 @@ class PerceptionNode(LifecycleNode):
             self.worker.threads else None)
         self._declare_camera_rates(self._camera_names())
         self._name_undeclared_overrides()
-        self._apply_runtime({p.name: self._param(p.name) for p in PARAMS})
+        try:
+            self._apply_runtime({p.name: p.value_of(self.get_parameter(p.name).value)
+                                 for p in PARAMS if p.applies == 'runtime'})
+        except ValueError as exc:  # a bad force_outputs (-p, a file): one line
+            raise SapiensError(str(exc)) from None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
                                                qos_profile_system_default)
@@ -196,9 +199,12 @@ class PerceptionNode(LifecycleNode):
             for task in PERCEPTION_TASKS:
                 param = camera_rate_param(name, task) if name else None
                 if param and not self.has_parameter(param):
-                    self.declare_parameter(param, -1.0, ParameterDescriptor(
+                    self.declare_parameter(param, INHERIT_RATE, ParameterDescriptor(
                         name=param, dynamic_typing=True, description=f'most {task} runs per '
-                        f'second on camera {name} (0: every frame; -1: rates.{task})'))
+                        f'second on camera {name} (0: every frame; {INHERIT_RATE:g}: '
+                        f'{node_rate_param(task)})'))
+                if param:
+                    self._rate_params.add(param)
 
     def _name_undeclared_overrides(self) -> None:
         """Say once which given parameters this node does not have (a typo), and the nearest."""
@@ -213,7 +219,7 @@ class PerceptionNode(LifecycleNode):
     def _camera_rates(self, name: str) -> dict[str, float]:
         rates = {}
         for task in PERCEPTION_TASKS:
-            rate = float(self._param(f'rates.{task}'))
+            rate = float(self._param(node_rate_param(task)))
             if name:
                 own = float(self.get_parameter(camera_rate_param(name, task)).value)
                 rate = own if own >= 0 else rate
@@ -224,14 +230,31 @@ class PerceptionNode(LifecycleNode):
     def _param(self, name: str):
         return PARAM_BY_NAME[name].coerce(self.get_parameter(name).value)
 
-    def _params(self) -> dict:
-        return {p.name: self._param(p.name) for p in PARAMS}
+    def _checked_params(self) -> dict:
+        """Every parameter checked and parsed (the one parse); SapiensError lists the bad."""
+        values, problems = {}, []
+        for spec in PARAMS:
+            try:
+                values[spec.name] = checked(spec.name, self.get_parameter(spec.name).value)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise SapiensError('; '.join(problems))
+        return values
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         active = self.worker is not None and self.worker.running
+        values = {}
         for p in params:
             spec = PARAM_BY_NAME.get(p.name)
-            reason = validate(p.name, p.value, self.tasks)
+            reason = None
+            try:
+                if spec is None and p.name in self._rate_params:  # a camera's own rate
+                    values[p.name] = check_rate(p.value, p.name, allow_inherit=True)
+                else:
+                    values[p.name] = checked(p.name, p.value, self.tasks)
+            except ValueError as exc:
+                reason = str(exc)
             if spec is not None and not reason:
                 if spec.applies == 'configure' and self.pipeline is not None:
                     reason = (f'{p.name} applies at configure: deactivate and clean up the node '
@@ -247,62 +270,35 @@ class PerceptionNode(LifecycleNode):
                         not self._param('box_source') == 'detections':
                     reason = ('box_source detections subscribes <camera>/detections at '
                               'activate: deactivate, set it, activate')
-            elif spec is None and '.rates.' in p.name:
-                value = p.value
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                        not (value == -1 or 0 <= value <= 1000):
-                    reason = f"{p.name} must be -1 (the node's rate) or 0-1000 Hz, got {value!r}"
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
-        self._apply_runtime({p.name: PARAM_BY_NAME[p.name].coerce(p.value) if p.name in
-                             PARAM_BY_NAME else p.value for p in params})
+        self._apply_runtime(values)
         return SetParametersResult(successful=True)
 
     def _apply_runtime(self, values: dict) -> None:
-        with self._lock:
-            for name, option in _MESSAGE_OPTIONS.items():
-                if name in values:
-                    setattr(self._options, option, values[name])
-            self._apply_people(values)
-            if 'force_outputs' in values:
-                self._forced = parse_outputs(values['force_outputs'])
-            for name in _WORLD_OPTIONS:
-                if name in values:
-                    setattr(self._world_options, name, values[name])
-            if 'keypoint_format' in values:
-                self._options.keypoint_format = values['keypoint_format']
-                if self.worker is not None and self.worker.running:  # latched: say it again
-                    for channel in self.cameras.values():
-                        channel.publish_info(self.tasks, values['keypoint_format'])
-            if any('rates.' in name for name in values):
-                self._rates_changed = True
-            self._pending.update({k: v for k, v in values.items() if k in _PIPELINE_PARAMS})
+        """
+        Hand checked values (parameter: value) on to the option objects their rows name.
 
-    def _apply_people(self, values: dict) -> None:
-        """People parameters into the options and the (shared) PeopleConfig; floats only."""
-        cfg = self._people_config
-        if 'smoothing' in values:
-            self._options.smooth_markers = values['smoothing']
-        if 'smooth_keypoints' in values:
-            self._options.smooth_keypoints = values['smooth_keypoints']
-        if 'tracking' in values:
-            cfg.tracking = values['tracking']
-        if 'track_max_age' in values:
-            cfg.tracker.max_age = values['track_max_age']
-        if 'xyz_min_score' in values:
-            cfg.min_score = values['xyz_min_score']
-        if 'one_euro_min_cutoff' in values:
-            cfg.keypoint_filter.min_cutoff = cfg.xyz_filter.min_cutoff = \
-                values['one_euro_min_cutoff']
-        if 'one_euro_beta' in values:
-            cfg.keypoint_filter.beta = values['one_euro_beta']
-        if 'one_euro_beta_xyz' in values:
-            cfg.xyz_filter.beta = values['one_euro_beta_xyz']
+        Messages, people and world options apply from the next frame; pipeline settings wait
+        in ``_pending`` for the next step (:meth:`step_settings`).
+        """
+        with self._lock:
+            assign(self._options, routed('message', values))
+            assign(self._people_config, routed('people', values))
+            assign(self._world_options, routed('world', values))
+            self._pending.update(routed('pipeline', values, applies='runtime'))
+            if 'force_outputs' in values:
+                self._forced = values['force_outputs']
+            if 'keypoint_format' in values and self.worker is not None and self.worker.running:
+                for channel in self.cameras.values():  # latched: say it again
+                    channel.publish_info(self.tasks, values['keypoint_format'])
+            if self._rate_params.intersection(values):
+                self._rates_changed = True
 
     def pipeline_settings(self) -> dict:
         """Return the runtime pipeline settings the next step runs with."""
         with self._lock:
-            current = {n: getattr(self.pipeline.config, n) for n in _PIPELINE_PARAMS} \
+            current = {n: getattr(self.pipeline.config, n) for n in _RUNTIME_PIPELINE_FIELDS} \
                 if self.pipeline is not None else {}
             return {**current, **self._pending}
 
@@ -327,21 +323,18 @@ class PerceptionNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Read the parameters, load the models once for every camera, create the publishers."""
         try:
-            problems = [r for r in (validate(p.name, self.get_parameter(p.name).value)
-                                    for p in PARAMS) if r]
-            if problems:
-                raise SapiensError('; '.join(problems))
-            self.tasks = parse_tasks(self._param('tasks'))
+            params = self._checked_params()
+            self.tasks = parse_tasks(params['tasks'])
             unknown = [t for t in self.tasks if t not in TASK_OUTPUTS]
             if unknown:
                 raise SapiensError(f'the node runs pose, seg, normal and pointmap; '
                                    f'not {unknown}')
-            names = parse_cameras(self._param('cameras')) or ('',)
+            names = params['cameras'] or ('',)
             self._declare_camera_rates(names)
             t0 = time.perf_counter()
             self.get_logger().info(f'loading {", ".join(self.tasks)} '
-                                   f'(backend {self._param("backend")})...')
-            self.pipeline = build_pipeline(self.tasks, self._params(), progress=True)
+                                   f'(backend {params["backend"]})...')
+            self.pipeline = build_pipeline(self.tasks, params, progress=True)
             self.loads += 1
             self._people_config.device = str(self.pipeline.device)
             self.scheduler = Scheduler(self.pipeline, foreground_only=self._param(

@@ -13,12 +13,46 @@
 # limitations under the License.
 
 
-"""Per-task rate budgets: run a head at most ``rate`` times a second, on average exactly that."""
+"""
+Per-task rate budgets: run a head at most ``rate`` times a second, on average exactly that.
+
+:func:`rate_error` is the one rule for what a rate may be; the node's parameters, the launch's
+``rates:=`` and the CLI's ``--rates`` all ask it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 import math
+from numbers import Real
+
+#: Most runs per second a rate may ask for (a camera is far slower; a typo like 50000 is not).
+MAX_RATE_HZ = 1000.0
+#: A camera's own rate that means "the node's rate for this task" (``<camera>.rates.<task>``).
+INHERIT_RATE = -1.0
+
+
+def rate_error(value, name: str = 'rate', allow_inherit: bool = False) -> str | None:
+    """
+    Say why ``value`` is not a legal rate, or None.
+
+    A rate is a number of Hz from 0 (every frame) to :data:`MAX_RATE_HZ`; with
+    ``allow_inherit`` (a camera's own rate) :data:`INHERIT_RATE` too.
+    """
+    number = isinstance(value, Real) and not isinstance(value, bool)
+    if number and (allow_inherit and value == INHERIT_RATE or 0 <= value <= MAX_RATE_HZ):
+        return None
+    inherit = f"{INHERIT_RATE:g} (the node's rate) or " if allow_inherit else ''
+    return (f'{name} must be {inherit}>= 0 Hz (0: every frame) and <= {MAX_RATE_HZ:g} Hz, '
+            f'got {value!r}')
+
+
+def check_rate(value, name: str = 'rate', allow_inherit: bool = False) -> float:
+    """Return ``value`` as a float rate (Hz); raise ValueError when :func:`rate_error` objects."""
+    reason = rate_error(value, name, allow_inherit)
+    if reason:
+        raise ValueError(reason)
+    return float(value)
 
 
 class RateBudget:
@@ -41,9 +75,7 @@ class RateBudget:
     def set_rates(self, rates: Mapping[str, float]) -> None:
         """Replace the rates (Hz; 0: every frame); schedules of changed tasks restart."""
         for task, rate in rates.items():
-            rate = float(rate)
-            if not math.isfinite(rate) or rate < 0:
-                raise ValueError(f'rate of {task} must be >= 0 Hz (0: every frame), got {rate}')
+            rate = check_rate(rate, f'rate of {task}')
             if self.rates.get(task, 0.0) != rate:
                 self._next.pop(task, None)
             self.rates[task] = rate
@@ -83,10 +115,10 @@ def parse_rates(text: str, name: str = '--rates') -> dict[str, float]:
         try:
             value = float(rate)
         except ValueError:
-            value = -1.0
-        if task.strip() not in PERCEPTION_TASKS or not math.isfinite(value) or value < 0:
+            value = math.nan
+        if task.strip() not in PERCEPTION_TASKS or rate_error(value) is not None:
             raise ValueError(f'{name} {text!r}: each entry must be TASK=HZ with a task of '
-                             f'{", ".join(PERCEPTION_TASKS)} and HZ >= 0 (0: every frame), '
-                             f'e.g. seg=5,normal=2')
+                             f'{", ".join(PERCEPTION_TASKS)} and HZ from 0 (every frame) to '
+                             f'{MAX_RATE_HZ:g}, e.g. seg=5,normal=2')
         out[task.strip()] = value
     return out
