@@ -39,7 +39,8 @@ import shutil
 
 from .records import record_values
 from .source import BagError, InputBag
-from ..ros.messages import cloud_field, INFO_TOPICS
+from ..ros.array_msgs import cloud_field
+from ..ros.topics import INFO_TOPICS
 
 #: The output whose ``id`` field holds each person's track id.
 PERSONS = 'pose/persons'

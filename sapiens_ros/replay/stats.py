@@ -26,7 +26,8 @@ import numpy as np
 from .records import record_values
 from .source import BagError, InputBag
 from ..core.models.metadata import keypoint_info
-from ..ros.messages import cloud_field, TOPIC_TYPES
+from ..ros.array_msgs import cloud_field
+from ..ros.topic_types import TOPIC_TYPES
 
 log = logging.getLogger(__name__)
 

@@ -40,11 +40,13 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header, String
 
-from .messages import (COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS, MessageOptions,
-                       OPTIONAL_OUTPUTS, optional_outputs, OUTPUT_TASK, render_request,
-                       stamp_seconds, task_outputs, TOPIC_TYPES)
+from .messages import info_messages
+from .render_plan import MessageOptions, render_request
 from .runtime import FrameSlots, NodeStats, Problem, Throttle
+from .stamps import stamp_seconds
 from .topic_check import existing_type_conflict, resolved, topic_problem
+from .topic_types import optional_outputs, TOPIC_TYPES
+from .topics import COMPRESSED_OUTPUTS, INFO_TOPICS, OPTIONAL_OUTPUTS, OUTPUT_TASK, task_outputs
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
 from .wire import read_image

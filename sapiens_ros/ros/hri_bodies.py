@@ -40,7 +40,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
-from .messages import image_msg
+from .array_msgs import image_msg
 from ..core.models.keypoint_formats import keypoint_format
 from ..core.people.body_frames import body_id
 from ..core.people.state import People

@@ -28,9 +28,11 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
-from .messages import KEYPOINT_DTYPE, stamp_seconds, task_outputs, TOPIC_TYPES
 from .node_params import declare_float
 from .spin import run_node
+from .stamps import stamp_seconds
+from .topic_types import TOPIC_TYPES
+from .topics import KEYPOINT_DTYPE, task_outputs
 from ..core.media.image_codec import decode_raw
 from ..core.media.visualize import depth_colors, draw_skeleton
 

@@ -23,8 +23,8 @@ from typing import Any
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
-from .messages import NORMAL_ENCODINGS, OPTIONAL_OUTPUTS, OUTPUT_TASK
 from .optional_msgs import available
+from .topics import NORMAL_ENCODINGS, OPTIONAL_OUTPUTS, OUTPUT_TASK
 from ..core.errors import SapiensError
 from ..core.models.input_size import parse_size, parse_task_sizes
 from ..core.models.keypoint_formats import KEYPOINT_FORMATS

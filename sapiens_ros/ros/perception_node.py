@@ -43,13 +43,14 @@ from rclpy.qos import HistoryPolicy, qos_profile_system_default, QoSProfile, Rel
 
 from .camera import CameraChannel
 from .diagnostics import BatchStats, statuses
-from .messages import MessageOptions, TASK_OUTPUTS
 from .node_params import (camera_rate_param, PARAM_BY_NAME, PARAMS, parse_cameras, parse_outputs,
                           validate)
 from .optional_msgs import available, missing_packages
 from .people_world import PeopleWorld, WorldOptions
+from .render_plan import MessageOptions
 from .runtime import FrameSlots, ThreadLogForwarder
 from .spin import program_args, run_node, STOP_TIMEOUT_S
+from .topics import TASK_OUTPUTS
 from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
 from ..core.errors import SapiensError

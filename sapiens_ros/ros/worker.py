@@ -38,9 +38,11 @@ import time
 import rclpy
 
 from .camera import CameraChannel, Decoded
-from .messages import build_messages, MessageOptions
+from .messages import build_messages
 from .people_world import PeopleWorld
+from .render_plan import MessageOptions
 from .runtime import FrameSlots
+from .stamps import stamp_ns
 from ..core.pipeline.scheduler import FrameOutcome, Scheduler
 
 
@@ -64,10 +66,6 @@ class Job:
     def decoded(self) -> Decoded:
         """Return the decoded frame and its options."""
         return self.outcome.request.context
-
-
-def _stamp_ns(stamp) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 class StepWorker:
@@ -234,8 +232,8 @@ class StepWorker:
             world.publish(job.channel.name, header, result, outcome.people,
                           rgb if crops else None)
         latency = None
-        if _stamp_ns(header.stamp) > 0:
-            latency = (self.node.get_clock().now().nanoseconds - _stamp_ns(header.stamp)) / 1e6
+        if stamp_ns(header.stamp) > 0:
+            latency = (self.node.get_clock().now().nanoseconds - stamp_ns(header.stamp)) / 1e6
         job.channel.stats.on_processed(latency, result.timings, outcome.tasks,
                                        outcome.box_origin)
         return msgs
