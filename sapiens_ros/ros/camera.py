@@ -46,7 +46,7 @@ from .runtime import FrameSlots, NodeStats, Problem, Throttle
 from .stamps import stamp_seconds
 from .topic_check import existing_type_conflict, resolved, topic_problem
 from .topic_types import optional_outputs, TOPIC_TYPES
-from .topics import COMPRESSED_OUTPUTS, INFO_TOPICS, OPTIONAL_OUTPUTS, OUTPUT_TASK, task_outputs
+from .topics import COMPRESSED_OUTPUTS, INFO_TOPICS, task_outputs, tasks_for
 from .vision_messages import (Detection2DArray, detector_boxes, label_info_msg, LABEL_INFO_TOPIC,
                               LabelInfo, VISION_MSGS_ERROR)
 from .wire import read_image
@@ -58,9 +58,6 @@ from ..core.pipeline.sync import FramePairing, Refusal, SideStream
 from ..core.processing.detections import person_boxes
 from ..core.processing.intrinsics import Intrinsics
 from ..core.processing.render import RenderRequest
-
-#: Which task produces each output, the optional ones (their packages may be missing) too.
-_OUTPUT_TASK = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
 
 #: Fewer valid depth pixels than this fraction: the depth image is counted as invalid, not used.
 MIN_VALID_DEPTH = 0.01
@@ -475,7 +472,7 @@ class CameraChannel:
         """
         outputs = self.wanted_outputs(forced)
         people, people_3d = world
-        wanted = frozenset(_OUTPUT_TASK[s] for s in outputs) | ({'pose'} if people else set())
+        wanted = tasks_for(outputs) | ({'pose'} if people else set())
         wanted &= frozenset(loaded)
         if not wanted:
             self.stats.idle_skipped += 1

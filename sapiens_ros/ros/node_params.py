@@ -24,7 +24,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType)
 
 from .optional_msgs import available
-from .topics import NORMAL_ENCODINGS, OPTIONAL_OUTPUTS, OUTPUT_TASK
+from .topics import NORMAL_ENCODINGS, tasks_for
 from ..core.errors import SapiensError
 from ..core.models.input_size import parse_size, parse_task_sizes
 from ..core.models.keypoint_formats import KEYPOINT_FORMATS
@@ -276,10 +276,7 @@ def declare_float(node, name: str, default: float, description: str = '') -> flo
 def parse_outputs(text: str) -> set[str]:
     """Parse ``force_outputs``; raise ValueError naming an unknown suffix."""
     items = {s.strip().strip('/') for s in text.split(',') if s.strip()}
-    known = [*OUTPUT_TASK, *OPTIONAL_OUTPUTS]
-    unknown = sorted(items - set(known))
-    if unknown:
-        raise ValueError(f'unknown outputs {unknown}; known: {", ".join(known)}')
+    tasks_for(items)  # raises ValueError naming an unknown suffix
     return items
 
 

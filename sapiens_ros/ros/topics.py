@@ -22,17 +22,21 @@ launch side read it, and ``ros2 launch`` must stay quick. The message type of ea
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import numpy as np
 
-#: Output topic suffixes per task, in publish order.
+from ..core.models.registry import PERCEPTION_TASKS
+
+#: The outputs of the heads, in publish order, each named ``<task>/<what>``.
+_HEAD_OUTPUTS: tuple[str, ...] = (
+    'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay',
+    'normal/image', 'normal/overlay', 'pointmap/points', 'pointmap/depth', 'pointmap/camera_info')
+
+#: Output topic suffixes per task, in publish order; the tasks are the registry's perception
+#: heads (``core.models.registry.PERCEPTION_TASKS``), each output that of its name's task.
 TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
-    'pose': ('pose/keypoints', 'pose/persons', 'pose/markers'),
-    'seg': ('seg/labels', 'seg/overlay'),
-    'normal': ('normal/image', 'normal/overlay'),
-    'pointmap': ('pointmap/points', 'pointmap/depth', 'pointmap/camera_info'),
-}
+    task: tuple(s for s in _HEAD_OUTPUTS if s.split('/')[0] == task) for task in PERCEPTION_TASKS}
 
 #: Outputs built from the tracked people (``build_messages(..., people=...)``), pose task.
 PEOPLE_OUTPUTS: tuple[str, ...] = ('people/poses', 'people/ids')
@@ -56,10 +60,14 @@ OPTIONAL_OUTPUTS: dict[str, str] = {DETECTIONS_OUTPUT: 'pose'}
 COMPRESSED_OUTPUTS: dict[str, str] = {f'{s}/compressed': s for s in
                                       ('seg/labels', 'seg/overlay', 'normal/overlay')}
 
-#: Which task produces each output suffix (compressed variants included).
+#: Which task produces each output suffix (compressed variants included; the optional outputs
+#: are :data:`OPTIONAL_OUTPUTS`, :func:`tasks_for` knows both).
 OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
 OUTPUT_TASK.update(dict.fromkeys(PEOPLE_OUTPUTS, 'pose'))
 OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
+
+#: Every output suffix a node can publish, optional ones last: suffix -> task.
+_TASK_OF: dict[str, str] = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
 
 #: The outputs a robot wants at 30 Hz: 3.65 MB per 1024x768 frame with a person on 35 % of it,
 #: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md. The
@@ -85,3 +93,16 @@ def task_outputs(tasks: Collection[str], people: bool = True) -> list[str]:
     """Output suffixes of ``tasks`` in publish order, with the people outputs when tracked."""
     out = [s for t in TASK_OUTPUTS if t in tasks for s in TASK_OUTPUTS[t]]
     return out + list(PEOPLE_OUTPUTS) if people and 'pose' in tasks else out
+
+
+def tasks_for(outputs: Iterable[str]) -> frozenset[str]:
+    """
+    Return the tasks that produce ``outputs`` (optional outputs included).
+
+    Raises ValueError naming an unknown suffix and the known ones.
+    """
+    outputs = set(outputs)
+    unknown = sorted(outputs - _TASK_OF.keys())
+    if unknown:
+        raise ValueError(f'unknown outputs {unknown}; known: {", ".join(_TASK_OF)}')
+    return frozenset(_TASK_OF[s] for s in outputs)
