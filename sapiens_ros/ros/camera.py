@@ -36,11 +36,12 @@ try:
     from rclpy.event_handler import SubscriptionEventCallbacks
 except ImportError:  # Humble: the same class, under its old module name
     from rclpy.qos_event import SubscriptionEventCallbacks
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header, String
 
 from .messages import info_messages
+from .qos import LATCHED_QOS
 from .render_plan import MessageOptions, render_request
 from .runtime import FrameSlots, NodeStats, Problem, Throttle
 from .stamps import stamp_seconds
@@ -61,11 +62,6 @@ from ..core.processing.render import RenderRequest
 
 #: Fewer valid depth pixels than this fraction: the depth image is counted as invalid, not used.
 MIN_VALID_DEPTH = 0.01
-
-#: The latched metadata topics (``*_info``, LabelInfo): reliable, transient local, keep last 1.
-LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 #: Detector boxes rejected as broken (counted as a bad input); ``class`` and ``score`` are
 #: filtering, only counted.

@@ -32,7 +32,6 @@ import cv2
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
@@ -40,6 +39,7 @@ from .array_msgs import image_msg
 from .bag_source import bag_bundles, bag_topics, BagTopics
 from .launch_support import PROFILE_VAR, shipped_profile
 from .node_params import declare_float
+from .qos import RELIABLE_CAMERA_QOS, SENSOR_QOS
 from .spin import program_args, run_node
 from .stamps import stamp_ns
 from ..core.media.image_codec import decode_message
@@ -132,7 +132,7 @@ class SampleCamera(Node):
                 self.declare_parameter(name, default, ParameterDescriptor(description=text))
         rate = float(self.get_parameter('rate').value)
         self.fov_deg = float(self.get_parameter('fov_deg').value)
-        qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
+        qos = RELIABLE_CAMERA_QOS if self.get_parameter('reliable').value else SENSOR_QOS
         self.image_pub = self.create_publisher(Image, 'image', qos)
         self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
         self.sent = 0
