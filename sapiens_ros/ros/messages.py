@@ -49,9 +49,6 @@ from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
 from ..core.processing.pointmap_camera import pointmap_intrinsics
 
-#: Encoding of each image output with a compressed variant, as published raw.
-_ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
-
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
 
@@ -321,8 +318,7 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
 
     def compressed(suffix: str) -> CompressedImage:
         name, fmt = compressed_source(suffix, options)
-        encoding = _ENCODING[COMPRESSED_OUTPUTS[suffix]]
-        return compressed_msg(header, buffers[f'{name}.{fmt}'], encoding, fmt)
+        return compressed_msg(header, buffers[f'{name}.{fmt}'], R.image_encoding(name), fmt)
 
     def normal_image() -> Image:
         if options.normal_encoding == '16SC3':
@@ -337,10 +333,12 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'people/poses': lambda: people_poses(header, people),
         'people/ids': lambda: people_ids(header, people),
         'seg/labels': lambda: image_msg(header, np.asarray(result.seg.labels, np.uint8),
-                                        'mono8'),
-        'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'], 'bgr8'),
+                                        R.image_encoding('seg_labels')),
+        'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'],
+                                         R.image_encoding('seg_overlay')),
         'normal/image': normal_image,
-        'normal/overlay': lambda: image_msg(header, buffers['normal_overlay'], 'rgb8'),
+        'normal/overlay': lambda: image_msg(header, buffers['normal_overlay'],
+                                            R.image_encoding('normal_overlay')),
         'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
                                               buffers['depth']),
