@@ -44,9 +44,9 @@ def _spy_publish(node) -> list:
     seen = []
     real = node.worker.publish
 
-    def publish(job):
-        msgs = real(job)
-        seen.append((set(msgs), set(job.outcome.result.rendered)))
+    def publish(frame_out):
+        msgs = real(frame_out)
+        seen.append((set(msgs), set(frame_out.outcome.result.rendered)))
         return msgs
 
     node.worker.publish = publish

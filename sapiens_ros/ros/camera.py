@@ -76,19 +76,19 @@ TOPIC_CHECK_AFTER_S = 2.0
 
 
 @dataclasses.dataclass
-class Arrival:
-    """A colour frame in a camera's slot: the message, when it came, its paired side streams."""
+class ReceivedFrame:
+    """A colour message in a camera's slot, not decoded yet: when it came, its side messages."""
 
     msg: object
-    received: float  # time.monotonic()
+    received_at: float  # time.monotonic()
     sides: dict = dataclasses.field(default_factory=dict)  # 'depth', 'detections' -> message
 
 
 @dataclasses.dataclass
-class Decoded:
-    """A frame taken for a step: what the publish stage needs besides the result."""
+class DecodedFrame:
+    """A received frame decoded for a step: what the publish stage needs besides the result."""
 
-    arrival: Arrival
+    received: ReceivedFrame
     frame: Frame
     options: MessageOptions
     render: RenderRequest  # what the pipeline renders for the wanted outputs
@@ -265,7 +265,7 @@ class CameraChannel:
             self.bad('compressed' if self.param('compressed') else 'image', str(exc))
             return
         if self.pairing is None:
-            self.slots.put(self.name, Arrival(msg, time.monotonic()))
+            self.slots.put(self.name, ReceivedFrame(msg, time.monotonic()))
             return
         for stream, reason in self.pairing.down().items():  # colour goes on without it
             self.bad(f'{stream}_missing', f'{reason} on {self.inputs[stream][0]}',
@@ -290,14 +290,14 @@ class CameraChannel:
 
     def on_paired(self, msg, sides: dict) -> None:
         """Put a colour frame and its matched side-stream messages into the newest-frame slot."""
-        self.slots.put(self.name, Arrival(msg, time.monotonic(), sides))
+        self.slots.put(self.name, ReceivedFrame(msg, time.monotonic(), sides))
 
     def on_late(self, frame_msg, stream: str, side_msg) -> bool:
         """Attach a side message that came after its frame, if the frame still waits its step."""
-        def attach(arrival: Arrival) -> bool:
-            if arrival.msg is not frame_msg or stream in arrival.sides:
+        def attach(received: ReceivedFrame) -> bool:
+            if received.msg is not frame_msg or stream in received.sides:
                 return False
-            arrival.sides[stream] = side_msg
+            received.sides[stream] = side_msg
             return True
         return self.slots.update(self.name, attach)
 
@@ -457,7 +457,7 @@ class CameraChannel:
                      'the other boxes are used')
         return found.boxes, found.scores
 
-    def request(self, arrival: Arrival, loaded: tuple[str, ...], forced: set[str],
+    def request(self, received: ReceivedFrame, loaded: tuple[str, ...], forced: set[str],
                 options: MessageOptions, max_persons: int = 8,
                 world: tuple[bool, bool] = (False, False)) -> FrameRequest | None:
         """
@@ -473,7 +473,7 @@ class CameraChannel:
         if not wanted:
             self.stats.idle_skipped += 1
             return None
-        msg = arrival.msg
+        msg = received.msg
         try:
             fmt = self.param('compressed_format')
             frame = decode_message(msg, self.param('max_pixels'), None if fmt == 'any' else fmt)
@@ -490,18 +490,18 @@ class CameraChannel:
                          'predicted scale for this frame')
         options = dataclasses.replace(options, outputs=outputs)
         render = render_request(outputs, options)
-        stamp = stamp_seconds(msg.header.stamp) or arrival.received
+        stamp = stamp_seconds(msg.header.stamp) or received.received_at
         boxes = scores = None
-        if 'detections' in arrival.sides and 'pose' in wanted and \
+        if 'detections' in received.sides and 'pose' in wanted and \
                 self.param('box_source') == 'detections':
-            boxes, scores = self.person_boxes(arrival.sides['detections'], size, max_persons,
+            boxes, scores = self.person_boxes(received.sides['detections'], size, max_persons,
                                               msg.header.frame_id)
         intrinsics = self.intrinsics(size) if 'pointmap/camera_info' in outputs else None
         return FrameRequest(
             self.camera, frame.pixels, stamp, wanted, color_order=frame.color_order, fx=fx,
             boxes=boxes, box_scores=scores, people_3d=people_3d or 'people/poses' in outputs,
-            depth=self.depth_input(arrival.sides.get('depth'), size), render=render,
-            context=Decoded(arrival, frame, options, render, intrinsics))
+            depth=self.depth_input(received.sides.get('depth'), size), render=render,
+            context=DecodedFrame(received, frame, options, render, intrinsics))
 
     def diagnostics(self) -> dict:
         """Counters of the colour/depth pairing and the tracked people of this camera."""
