@@ -235,5 +235,5 @@ class StepWorker:
         if stamp_ns(header.stamp) > 0:
             latency = (self.node.get_clock().now().nanoseconds - stamp_ns(header.stamp)) / 1e6
         frame_out.channel.stats.on_processed(latency, result.timings, outcome.tasks,
-                                       outcome.box_origin)
+                                             outcome.box_origin)
         return msgs
