@@ -105,7 +105,7 @@ class Feeder:
     def _run(self, pub) -> None:
         from std_msgs.msg import Header
 
-        from sapiens_ros.ros.messages import image_msg
+        from sapiens_ros.ros.array_msgs import image_msg
 
         photo = _frame(160, 160)
         next_t = time.monotonic()
@@ -189,7 +189,7 @@ def _run_node(args, names: list[str], limit: int) -> tuple[list[int], list[float
 
     from diagnostic_msgs.msg import DiagnosticArray
 
-    from sapiens_ros.ros.messages import TOPIC_TYPES
+    from sapiens_ros.ros.topic_types import TOPIC_TYPES
 
     env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain), OMP_NUM_THREADS='2')
     node = subprocess.Popen(

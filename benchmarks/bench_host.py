@@ -172,9 +172,9 @@ def host_bytes(result) -> int:
     return sum(arrays.values())
 
 
-def _render_kwargs(messages, outputs, options) -> dict:
+def _render_kwargs(plan, outputs, options) -> dict:
     """Ask the pipeline to render the wanted outputs on the device, where it can (after #12)."""
-    request = getattr(messages, 'render_request', None)
+    request = getattr(plan, 'render_request', None)
     if request is None or 'render' not in inspect.signature(Pipeline.__call__).parameters:
         return {}
     return {'render': request(outputs, options)}
@@ -193,20 +193,25 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
     from sapiens_ros.core.media.image_codec import decode_message
     from sapiens_ros.core.processing.frames import FrameBatch
     from sapiens_ros.ros import messages as M
+    from sapiens_ros.ros import render_plan
+    from sapiens_ros.ros.array_msgs import byte_array, image_msg
+    from sapiens_ros.ros.node_params import PARAM_BY_NAME
+    from sapiens_ros.ros.render_plan import MessageOptions, render_request
+    from sapiens_ros.ros.topics import DEFAULT_OUTPUTS
 
     height, width = frame_hw
     photo = cv2.resize(cv2.cvtColor(_astronaut(), cv2.COLOR_RGB2BGR), (width, height),
                        interpolation=cv2.INTER_AREA)
     header = Header(frame_id='camera')
-    raw = M.image_msg(header, photo, 'bgr8')
+    raw = image_msg(header, photo, 'bgr8')
     jpeg = CompressedImage(header=header, format='jpeg')
-    jpeg.data = M.byte_array(cv2.imencode('.jpg', photo)[1])
+    jpeg.data = byte_array(cv2.imencode('.jpg', photo)[1])
     frame_bytes = photo.nbytes
     outs = fixed_outputs(frame_hw, args.foreground, device)
     runners = {t: FixedRunner(t, outs[t]) for t in TASKS}
-    options = M.MessageOptions()
+    options = MessageOptions()
     pipe = Pipeline(runners, PipelineConfig(input_size=INPUT_SIZE), device)
-    kwargs = _render_kwargs(M, None, options)
+    kwargs = _render_kwargs(render_plan, None, options)
     rep = args.repeat
 
     print(f'\n### Frame {width}x{height} (model input {INPUT_SIZE}, '
@@ -260,19 +265,17 @@ def run_size(frame_hw: tuple[int, int], args, device: torch.device) -> dict:
           f'render, to-host, NaN check, build, serialize; seg and pose decoding excluded, '
           f'unchanged): **{outputs_ms + messages_ms:.1f} ms** ({outputs_ms:.1f} in the pipeline '
           f'+ {messages_ms:.1f} after it).')
-    default = getattr(M, 'DEFAULT_OUTPUTS', None)
-    if default is not None:  # after issue 12: the default set with the node's defaults
-        from sapiens_ros.ros.node_params import PARAM_BY_NAME
-
-        stride = PARAM_BY_NAME['pointmap_stride'].default
-        opts = M.MessageOptions(outputs=set(default))
-        config = PipelineConfig(input_size=INPUT_SIZE, pointmap_stride=stride)
-        small = Pipeline(runners, config, device)(
-            photo, color_order='bgr', render=M.render_request(default, opts))[0]
-        print(f'\nDefault output set (node defaults: pointmap_stride {stride}, foreground only, '
-              f'overlays as {opts.compressed_format} q{opts.jpeg_quality}):')
-        output_table(header, small, opts, None, rep)
-        bytes_table(header, photo, runners, device)
+    # The default output set with the node's defaults.
+    default = DEFAULT_OUTPUTS
+    stride = PARAM_BY_NAME['pointmap_stride'].default
+    opts = MessageOptions(outputs=set(default))
+    config = PipelineConfig(input_size=INPUT_SIZE, pointmap_stride=stride)
+    small = Pipeline(runners, config, device)(
+        photo, color_order='bgr', render=render_request(default, opts))[0]
+    print(f'\nDefault output set (node defaults: pointmap_stride {stride}, foreground only, '
+          f'overlays as {opts.compressed_format} q{opts.jpeg_quality}):')
+    output_table(header, small, opts, None, rep)
+    bytes_table(header, photo, runners, device)
     return msgs
 
 
@@ -311,14 +314,16 @@ def output_table(header, result, options, image, rep: int) -> dict:
 def bytes_table(header, photo, runners, device) -> None:
     """Bytes per frame of every output (raw and compressed) at pointmap strides 1 and 2."""
     from sapiens_ros.ros import messages as M
+    from sapiens_ros.ros.render_plan import MessageOptions, render_request
+    from sapiens_ros.ros.topics import DEFAULT_OUTPUTS, NORMAL_ENCODINGS, OUTPUT_TASK
 
     sizes = {}
     for stride in (1, 2):
-        for encoding in M.NORMAL_ENCODINGS:
-            opts = M.MessageOptions(outputs=set(M.OUTPUT_TASK), normal_encoding=encoding)
+        for encoding in NORMAL_ENCODINGS:
+            opts = MessageOptions(outputs=set(OUTPUT_TASK), normal_encoding=encoding)
             pipe = Pipeline(runners, PipelineConfig(input_size=INPUT_SIZE,
                                                     pointmap_stride=stride), device)
-            result = pipe(photo, color_order='bgr', render=M.render_request(None, opts))[0]
+            result = pipe(photo, color_order='bgr', render=render_request(None, opts))[0]
             for suffix, msg in M.build_messages(header, result, opts, photo[..., ::-1]).items():
                 key = f'{suffix} {encoding}' if suffix == 'normal/image' else suffix
                 sizes.setdefault(key, {})[stride] = data_bytes(msg)
@@ -326,7 +331,7 @@ def bytes_table(header, photo, runners, device) -> None:
           '\n|---|---|---|---|')
     for key, by_stride in sizes.items():
         print(f'| `{key}` | {by_stride[1]:,} | {by_stride[2]:,} | '
-              f'{"yes" if key in M.DEFAULT_OUTPUTS else ""} |')
+              f'{"yes" if key in DEFAULT_OUTPUTS else ""} |')
 
 
 def _astronaut() -> np.ndarray:
@@ -340,7 +345,7 @@ def publish_table(msgs: dict, args) -> None:
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from sapiens_ros.ros.messages import TOPIC_TYPES
+    from sapiens_ros.ros.topic_types import TOPIC_TYPES
 
     env = dict(os.environ, FASTRTPS_DEFAULT_PROFILES_FILE=str(PROFILE),
                ROS_DOMAIN_ID=str(args.domain), PYTHONPATH=str(ROOT))
@@ -387,7 +392,7 @@ def role_sub(args) -> None:
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from sapiens_ros.ros.messages import TOPIC_TYPES
+    from sapiens_ros.ros.topic_types import TOPIC_TYPES
 
     rclpy.init()
     node = rclpy.create_node('bench_host_sub')

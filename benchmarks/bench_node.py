@@ -62,7 +62,7 @@ def role_pub(args) -> None:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from std_msgs.msg import Header
 
-    from sapiens_ros.ros.messages import image_msg
+    from sapiens_ros.ros.array_msgs import image_msg
     from sensor_msgs.msg import Image
 
     rclpy.init()
@@ -94,7 +94,7 @@ def role_sub(args) -> None:
     import rclpy
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from sapiens_ros.ros.messages import TOPIC_TYPES
+    from sapiens_ros.ros.topic_types import TOPIC_TYPES
     from sensor_msgs.msg import Image
 
     rclpy.init()
@@ -185,7 +185,7 @@ def node_rate(model_dir: str, tasks: str, seconds: float, cam_rate: float, domai
     env = _env(domain, True)
     outputs = {'seg': 'seg/labels', 'pose': 'pose/keypoints', 'normal': 'normal/image',
                'pointmap': 'pointmap/points'}
-    from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, OUTPUT_TASK, TASK_OUTPUTS
+    from sapiens_ros.ros.topics import DEFAULT_OUTPUTS, OUTPUT_TASK, TASK_OUTPUTS
 
     first = [outputs[t] for t in tasks.split(',')]
     if outputs_set == 'default':

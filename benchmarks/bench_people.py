@@ -149,7 +149,8 @@ def _frame(rng: np.random.Generator, n: int, i: int, h: int = 480, w: int = 640)
 def node_cost_table(repeat: int) -> None:
     """Print the per-frame cost of the people step and of the messages with people."""
     try:
-        from sapiens_ros.ros.messages import build_messages, MessageOptions
+        from sapiens_ros.ros.messages import build_messages
+        from sapiens_ros.ros.render_plan import MessageOptions
         from std_msgs.msg import Header
     except ImportError:  # no rclpy: the core half only
         build_messages = None

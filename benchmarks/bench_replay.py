@@ -53,7 +53,8 @@ from sapiens_ros.core.models.configs import random_model, save_random_checkpoint
 from sapiens_ros.core.models.input_size import format_size, parse_size, Size  # noqa: E402
 from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.replay.loop import replay, ReplayOptions  # noqa: E402
-from sapiens_ros.ros.messages import DEFAULT_OUTPUTS, MessageOptions, OUTPUT_TASK  # noqa: E402
+from sapiens_ros.ros.render_plan import MessageOptions  # noqa: E402
+from sapiens_ros.ros.topics import DEFAULT_OUTPUTS, OUTPUT_TASK  # noqa: E402
 
 TARGET = 0.90
 

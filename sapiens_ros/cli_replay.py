@@ -114,7 +114,7 @@ def check(args: argparse.Namespace) -> None:
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
     """Parse ``--outputs``: output suffixes the tasks produce (None: every raw one)."""
     from .core.errors import SapiensError
-    from .ros.messages import DEFAULT_OUTPUTS, OUTPUT_TASK
+    from .ros.topics import DEFAULT_OUTPUTS, OUTPUT_TASK
 
     names = [n.strip().strip('/') for n in text.split(',') if n.strip()]
     if names in ([], ['all']):
@@ -149,7 +149,7 @@ def replay_options(args: argparse.Namespace, input_bag: str):
     from .core.people.state import PeopleConfig
     from .core.pipeline.budget import parse_rates
     from .replay.loop import ReplayOptions
-    from .ros.messages import MessageOptions
+    from .ros.render_plan import MessageOptions
 
     topics = [t.strip() for t in args.topics.split(',') if t.strip()]
     return ReplayOptions(

@@ -73,7 +73,8 @@ def test_rotated_boxes_become_their_axis_aligned_bounds_and_any_class_passes():
 def test_detection2darray_over_dds_gives_exactly_these_person_boxes(graph):
     vision = pytest.importorskip('vision_msgs.msg')
     from ros_fixtures import tiny_pipeline
-    from sapiens_ros.ros.messages import build_messages, MessageOptions
+    from sapiens_ros.ros.messages import build_messages
+    from sapiens_ros.ros.render_plan import MessageOptions
     from sapiens_ros.ros.vision_messages import detector_boxes
     from std_msgs.msg import Header
 

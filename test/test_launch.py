@@ -43,9 +43,11 @@ from rcl_interfaces.srv import GetParameters  # noqa: E402
 from rclpy.parameter import parameter_value_to_python  # noqa: E402
 from ros_graph import qos  # noqa: E402
 from ros_procs import Proc, ROOT, ros_env  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.launch_support import PROFILE_VAR  # noqa: E402
-from sapiens_ros.ros.messages import image_msg, KEYPOINT_DTYPE, TOPIC_TYPES  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
+from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.topics import KEYPOINT_DTYPE  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 

@@ -36,6 +36,8 @@ SCRIPT = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
     from sapiens_ros.core.people.state import PeopleState
     from sapiens_ros.core.pipeline.pipeline import FrameResult
     from sapiens_ros.ros import messages as M
+    from sapiens_ros.ros.render_plan import MessageOptions
+    from sapiens_ros.ros.topic_types import optional_outputs
     from sapiens_ros.ros.hri_bodies import HriBodies
     from sapiens_ros.ros.optional_msgs import missing_packages
     from sapiens_ros.ros.tf_frames import TFMessage
@@ -49,7 +51,7 @@ SCRIPT = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
     people = PeopleState().update(result, 1.0)
     wanted = {'pose/keypoints', 'pose/persons', 'pose/markers', 'people/ids',
               'pose/detections'}
-    msgs = M.build_messages(Header(frame_id='cam'), result, M.MessageOptions(outputs=wanted),
+    msgs = M.build_messages(Header(frame_id='cam'), result, MessageOptions(outputs=wanted),
                             None, people)
     try:
         HriBodies(None)
@@ -65,7 +67,7 @@ SCRIPT = HIDE_OPTIONAL_PACKAGES + textwrap.dedent("""
     world.close()
     node.destroy_node()
     rclpy.shutdown()
-    print(json.dumps({'built': sorted(msgs), 'optional': sorted(M.optional_outputs(['pose'])),
+    print(json.dumps({'built': sorted(msgs), 'optional': sorted(optional_outputs(['pose'])),
                       'missing': missing_packages(), 'tf': TFMessage is None, 'hri': hri,
                       'info': sorted(M.info_messages(['pose', 'seg']))}))
 """)

@@ -29,7 +29,10 @@ from sapiens_ros.core.people.state import PeopleState
 from sapiens_ros.replay.loop import replay, ReplayOptions
 from sapiens_ros.replay.rosbag2 import BagError
 from sapiens_ros.replay.source import InputBag
-from sapiens_ros.ros.messages import build_messages, cloud_field, MessageOptions, task_outputs
+from sapiens_ros.ros.array_msgs import cloud_field
+from sapiens_ros.ros.messages import build_messages
+from sapiens_ros.ros.render_plan import MessageOptions
+from sapiens_ros.ros.topics import task_outputs
 import yaml
 
 INPUT_SIZE = (256, 192)
@@ -77,7 +80,7 @@ def canonical(raw: bytes, suffix: str) -> bytes:
     can differ there), so "identical" is checked on everything but the padding.
     """
     from sapiens_ros.replay.sink import msgtype_of, runtime_typestore
-    from sapiens_ros.ros.messages import TOPIC_TYPES
+    from sapiens_ros.ros.topic_types import TOPIC_TYPES
 
     ts = runtime_typestore()
     msgtype = msgtype_of(TOPIC_TYPES[suffix])

@@ -24,7 +24,7 @@ rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402, I100
 from ros_graph import qos  # noqa: E402
-from sapiens_ros.ros.messages import image_msg  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402

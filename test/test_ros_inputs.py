@@ -35,8 +35,9 @@ vision = pytest.importorskip('vision_msgs.msg', reason='vision_msgs: run install
 
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from ros_graph import cloud_array  # noqa: E402
-from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
+from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 

@@ -38,7 +38,7 @@ from cpu_hog import CpuHog  # noqa: E402, I100
 from ros_fixtures import session_domain_id  # noqa: E402
 from ros_graph import qos  # noqa: E402
 from ros_procs import Proc, python_module, ros_env  # noqa: E402
-from sapiens_ros.ros.messages import image_msg  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402

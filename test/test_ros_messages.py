@@ -24,8 +24,13 @@ pytest.importorskip('sensor_msgs.msg')
 
 from ros_fixtures import tiny_pipeline  # noqa: E402
 from ros_graph import cloud_array  # noqa: E402
+from sapiens_ros.core.models.keypoint_formats import keypoint_format  # noqa: E402
 from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
+from sapiens_ros.ros.render_plan import MessageOptions  # noqa: E402
+from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, OUTPUT_TASK,  # noqa: E402
+                                    PEOPLE_OUTPUTS)
 from skimage import data as skdata  # noqa: E402
 
 
@@ -48,18 +53,18 @@ def _header():
 def test_every_output_and_header(frame):
     image, result = frame
     people = PeopleState().update(result, 12.000000345)
-    msgs = M.build_messages(_header(), result, M.MessageOptions(score_threshold=0.0), image,
+    msgs = M.build_messages(_header(), result, MessageOptions(score_threshold=0.0), image,
                             people)
-    raw = set(M.OUTPUT_TASK) - set(M.COMPRESSED_OUTPUTS)
+    raw = set(OUTPUT_TASK) - set(COMPRESSED_OUTPUTS)
     assert set(msgs) == raw
     assert set(M.build_messages(_header(), result, None, image)) == \
-        raw - set(M.PEOPLE_OUTPUTS)  # without people: as before
-    msgs.update(M.build_messages(_header(), result, M.MessageOptions(
-        outputs=set(M.COMPRESSED_OUTPUTS)), image))
-    metadata = {'diagnostics', *M.INFO_TOPICS.values()}
-    assert set(msgs) == set(M.OUTPUT_TASK) == set(M.TOPIC_TYPES) - metadata
+        raw - set(PEOPLE_OUTPUTS)  # without people: as before
+    msgs.update(M.build_messages(_header(), result, MessageOptions(
+        outputs=set(COMPRESSED_OUTPUTS)), image))
+    metadata = {'diagnostics', *INFO_TOPICS.values()}
+    assert set(msgs) == set(OUTPUT_TASK) == set(TOPIC_TYPES) - metadata
     for suffix, msg in msgs.items():
-        assert isinstance(msg, M.TOPIC_TYPES[suffix])
+        assert isinstance(msg, TOPIC_TYPES[suffix])
         if suffix == 'people/ids':  # std_msgs/String has no header: the JSON carries it
             data = json.loads(msg.data)
             assert data['frame_id'] == 'camera_optical'
@@ -73,7 +78,7 @@ def test_every_output_and_header(frame):
 
 def test_keypoints_and_persons(frame):
     image, result = frame
-    msgs = M.build_messages(_header(), result, M.MessageOptions(), image)
+    msgs = M.build_messages(_header(), result, MessageOptions(), image)
     kp = msgs['pose/keypoints']
     assert (kp.height, kp.width, kp.point_step) == (len(result.pose), 308, 28)
     assert [f.name for f in kp.fields] == ['u', 'v', 'score', 'x', 'y', 'z', 'id']
@@ -89,7 +94,7 @@ def test_keypoints_and_persons(frame):
 
 def test_images_and_pointcloud(frame):
     image, result = frame
-    msgs = M.build_messages(_header(), result, M.MessageOptions(), image)
+    msgs = M.build_messages(_header(), result, MessageOptions(), image)
     labels = msgs['seg/labels']
     assert (labels.encoding, labels.step) == ('mono8', image.shape[1])
     assert np.array_equal(np.frombuffer(labels.data, np.uint8).reshape(image.shape[:2]),
@@ -113,7 +118,7 @@ def test_images_and_pointcloud(frame):
 
 def test_markers_2d_and_3d(frame):
     _, result = frame
-    opts = M.MessageOptions(score_threshold=-1.0)
+    opts = MessageOptions(score_threshold=-1.0)
     markers = M.skeleton_markers(_header(), result, opts).markers
     assert markers[0].action == markers[0].DELETEALL
     assert markers[1].ns == 'skeleton3d/keypoints'  # the pointmap gave keypoint XYZ
@@ -139,7 +144,7 @@ def test_output_selection_and_info():
 
 def test_only_requested_outputs(frame):
     image, result = frame
-    msgs = M.build_messages(_header(), result, M.MessageOptions(outputs={'seg/labels'}), image)
+    msgs = M.build_messages(_header(), result, MessageOptions(outputs={'seg/labels'}), image)
     assert list(msgs) == ['seg/labels']
     assert 'seg/overlay' not in M.build_messages(_header(), result, None, image=None)
 
@@ -168,13 +173,13 @@ def test_people_ids_markers_and_smoothing_selection(frame):
             np.float32)))
     people = state.update(noisy, 1.1)
     assert sorted(people.ids.tolist()) == [1, 2]
-    msgs = M.build_messages(_header(), noisy, M.MessageOptions(score_threshold=-1.0), None,
+    msgs = M.build_messages(_header(), noisy, MessageOptions(score_threshold=-1.0), None,
                             people)
     kp = cloud_array(msgs['pose/keypoints'])
     assert (kp['id'] == people.ids[:, None]).all()
     np.testing.assert_array_equal(kp['u'], noisy.pose.keypoints[..., 0])  # raw by default
     assert (cloud_array(msgs['pose/persons'])['id'][0] == people.ids).all()
-    smooth = M.build_messages(_header(), noisy, M.MessageOptions(smooth_keypoints=True), None,
+    smooth = M.build_messages(_header(), noisy, MessageOptions(smooth_keypoints=True), None,
                               people)
     kp_smooth = cloud_array(smooth['pose/keypoints'])
     np.testing.assert_array_equal(kp_smooth['u'], people.smoothed[..., 0])
@@ -187,7 +192,7 @@ def test_people_ids_markers_and_smoothing_selection(frame):
     assert len(points) == 2 and points[0].color != points[1].color  # one colour per id
     np.testing.assert_allclose(points[0].points[3].x, people.smoothed[0, 3, 0] * 0.001,
                                rtol=1e-5)  # markers smoothed by default
-    raw_opts = M.MessageOptions(score_threshold=-1.0, smooth_markers=False)
+    raw_opts = MessageOptions(score_threshold=-1.0, smooth_markers=False)
     raw = M.skeleton_markers(_header(), noisy, raw_opts, people)
     raw_points = [m for m in raw.markers if m.type == m.POINTS]
     np.testing.assert_allclose(raw_points[0].points[3].x, noisy.pose.keypoints[0, 3, 0] * 0.001,
@@ -208,7 +213,7 @@ def test_people_poses_from_depth_and_scaled_pointmap(frame):
     depth_mm = np.full((h // 2, w // 2), 2000, np.uint16)  # a 2 m wall, half resolution
     people = PeopleState().update(result, 5.0, depth=depth_mm, K=K, depth_encoding='16UC1')
     assert people.xyz_source == 'depth' and people.torso_valid.all()
-    msgs = M.build_messages(_header(), result, M.MessageOptions(), image, people)
+    msgs = M.build_messages(_header(), result, MessageOptions(), image, people)
     poses = msgs['people/poses'].poses
     ids = json.loads(msgs['people/ids'].data)['ids']
     assert ids == people.ids.tolist() and len(poses) == len(ids) == 1
@@ -232,18 +237,16 @@ def test_people_poses_from_depth_and_scaled_pointmap(frame):
 @pytest.mark.parametrize('name', ['coco17', 'openpose18'])
 def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
     """pose/keypoints in another format: each point is the 308 point of its name."""
-    from sapiens_ros.core.models.keypoint_formats import keypoint_format
-
     _, result = frame
     people = PeopleState().update(result, 1.0)
-    full = cloud_array(M.build_messages(_header(), result, M.MessageOptions(), None,
+    full = cloud_array(M.build_messages(_header(), result, MessageOptions(), None,
                                         people)['pose/keypoints'])
-    opts = M.MessageOptions(keypoint_format=name, score_threshold=-1.0)
+    opts = MessageOptions(keypoint_format=name, score_threshold=-1.0)
     msgs = M.build_messages(_header(), result, opts, None, people)
     cloud = cloud_array(msgs['pose/keypoints'])
     fmt = keypoint_format(name)
     assert cloud.shape == (len(people), len(fmt.names))
-    names = list(M.keypoint_format().names)
+    names = list(keypoint_format().names)
     for i, n in enumerate(fmt.names):
         if n == 'neck':  # OpenPose: the mid-point of the shoulders
             sh = full[:, [names.index('left_shoulder'), names.index('right_shoulder')]]
@@ -258,4 +261,4 @@ def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
     points = [m for m in msgs['pose/markers'].markers if m.type == m.POINTS]
     assert len(points[0].points) <= len(fmt.names)
     with pytest.raises(ValueError, match='keypoint_format'):
-        M.build_messages(_header(), result, M.MessageOptions(keypoint_format='coco133'))
+        M.build_messages(_header(), result, MessageOptions(keypoint_format='coco133'))

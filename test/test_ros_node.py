@@ -26,8 +26,9 @@ rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402, I100
 from ros_graph import cloud_array, qos  # noqa: E402
-from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
+from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
@@ -413,9 +414,9 @@ def test_calibrated_pointmap_scale_from_camera_info(graph):
     for index, value in [*broken.items(), (0, 1e300)]:
         bad = camera_info_for(_header(graph.tester), 160, 160, 60.0)
         bad.k[index] = value
-        received = node.camera.camera_info_time
+        received = node.camera.inputs.camera_info_time
         info_pub.publish(bad)
-        assert graph.wait(lambda t=received: node.camera.camera_info_time > t)
+        assert graph.wait(lambda t=received: node.camera.inputs.camera_info_time > t)
         seg_before = len(labels)
         _fallback_case(graph, node, pub, depth)
         assert graph.wait(lambda n=seg_before: len(labels) > n)
@@ -425,7 +426,7 @@ def test_calibrated_pointmap_scale_from_camera_info(graph):
         info = camera_info_for(_header(graph.tester), 160, 160, 60.0)
         info.k[0] = fx
         info_pub.publish(info)
-        assert graph.wait(lambda: node.camera.camera_info.k[0] == fx)
+        assert graph.wait(lambda: node.camera.inputs.camera_info.k[0] == fx)
         _settle(graph, node, depth)  # frames published before the new K are done
         count = len(depth)
         assert _pump(graph, pub, lambda: _image(graph.tester), lambda: len(depth) > count)

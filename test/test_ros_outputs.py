@@ -21,7 +21,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402, I100
-from sapiens_ros.ros.messages import image_msg  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
@@ -44,9 +44,9 @@ def _spy_publish(node) -> list:
     seen = []
     real = node.worker.publish
 
-    def publish(job):
-        msgs = real(job)
-        seen.append((set(msgs), set(job.outcome.result.rendered)))
+    def publish(frame_out):
+        msgs = real(frame_out)
+        seen.append((set(msgs), set(frame_out.outcome.result.rendered)))
         return msgs
 
     node.worker.publish = publish

@@ -29,8 +29,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from ros_graph import cloud_array, qos  # noqa: E402, I100
-from sapiens_ros.ros.messages import image_msg, TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
+from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 

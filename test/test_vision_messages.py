@@ -26,6 +26,8 @@ from ros_graph import qos  # noqa: E402
 from sapiens_ros.core.models.metadata import seg_class_info  # noqa: E402
 from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
+from sapiens_ros.ros.render_plan import MessageOptions  # noqa: E402
+from sapiens_ros.ros.topic_types import optional_outputs  # noqa: E402
 from sapiens_ros.ros.vision_messages import (DETECTIONS_OUTPUT, label_info_msg,  # noqa: E402
                                              LABEL_INFO_TOPIC)
 from skimage import data as skdata  # noqa: E402
@@ -57,9 +59,9 @@ def test_pose_detections_over_dds_carry_track_ids(graph, two_people):
     state = PeopleState()
     state.update(result, 2.9)
     people = state.update(result, 3.0)
-    assert M.optional_outputs(('pose',)) == {DETECTIONS_OUTPUT: vision.Detection2DArray}
+    assert optional_outputs(('pose',)) == {DETECTIONS_OUTPUT: vision.Detection2DArray}
     assert DETECTIONS_OUTPUT not in M.build_messages(_header(), result, None, None, people)
-    msgs = M.build_messages(_header(), result, M.MessageOptions(
+    msgs = M.build_messages(_header(), result, MessageOptions(
         outputs={DETECTIONS_OUTPUT, 'pose/persons'}), None, people)
     assert set(msgs) == {DETECTIONS_OUTPUT, 'pose/persons'}
     received = graph.collect(vision.Detection2DArray, DETECTIONS_OUTPUT)
@@ -78,7 +80,7 @@ def test_pose_detections_over_dds_carry_track_ids(graph, two_people):
         assert (det.bbox.size_x, det.bbox.size_y) == pytest.approx(size)
         assert [(r.hypothesis.class_id, r.hypothesis.score) for r in det.results] == \
             [('person', pytest.approx(score))]
-    untracked = M.build_messages(_header(), result, M.MessageOptions(
+    untracked = M.build_messages(_header(), result, MessageOptions(
         outputs={DETECTIONS_OUTPUT}))[DETECTIONS_OUTPUT]
     assert [d.id for d in untracked.detections] == ['', '']  # no people: no track ids
 
@@ -100,7 +102,7 @@ def test_pointmap_camera_info_over_dds_matches_the_depth_image(graph):
     image = skdata.astronaut()[::2, ::2].copy()
     result = tiny_pipeline(('pointmap',), pointmap_stride=4)(image)[0]
     K = Intrinsics(300.0, 310.0, 128.0, 120.0)
-    msgs = M.build_messages(_header(), result, M.MessageOptions(
+    msgs = M.build_messages(_header(), result, MessageOptions(
         outputs={'pointmap/depth', 'pointmap/camera_info'}), image, intrinsics=K)
     infos = graph.collect(CameraInfo, 'pointmap/camera_info')
     depths = graph.collect(Image, 'pointmap/depth')

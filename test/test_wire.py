@@ -24,7 +24,7 @@ pytest.importorskip('rclpy')
 from rclpy.serialization import serialize_message  # noqa: E402, I100
 from sapiens_ros.core.errors import FrameError  # noqa: E402
 from sapiens_ros.core.media.image_codec import decode_message  # noqa: E402
-from sapiens_ros.ros.messages import image_msg  # noqa: E402
+from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.wire import read_image  # noqa: E402
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402

@@ -57,9 +57,11 @@ from .video import VideoOut
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
-from ..ros.messages import (build_messages, COMPRESSED_OUTPUTS, info_messages, INFO_TOPICS,
-                            MessageOptions, OUTPUT_TASK, render_request, stamp_seconds,
-                            TASK_OUTPUTS, task_outputs, TOPIC_TYPES)
+from ..ros.messages import build_messages, info_messages
+from ..ros.render_plan import MessageOptions, render_request
+from ..ros.stamps import stamp_seconds
+from ..ros.topic_types import TOPIC_TYPES
+from ..ros.topics import COMPRESSED_OUTPUTS, INFO_TOPICS, OUTPUT_TASK, TASK_OUTPUTS, task_outputs
 
 log = logging.getLogger(__name__)
 

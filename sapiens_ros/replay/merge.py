@@ -22,7 +22,7 @@ import shutil
 
 from .sink import OutputBag
 from .source import InputBag
-from ..ros.messages import INFO_TOPICS
+from ..ros.topics import INFO_TOPICS
 
 
 def merge_parts(parts: Sequence[Path], out: Path, storage: str = 'mcap') -> int:

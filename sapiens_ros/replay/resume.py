@@ -40,7 +40,8 @@ import shutil
 from .records import record_values
 from .rosbag2 import BagError
 from .source import InputBag
-from ..ros.messages import cloud_field, INFO_TOPICS
+from ..ros.array_msgs import cloud_field
+from ..ros.topics import INFO_TOPICS
 
 #: The output whose ``id`` field holds each person's track id.
 PERSONS = 'pose/persons'

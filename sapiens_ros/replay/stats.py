@@ -27,7 +27,8 @@ from .records import record_values
 from .rosbag2 import BagError
 from .source import InputBag
 from ..core.models.metadata import keypoint_info
-from ..ros.messages import cloud_field, TOPIC_TYPES
+from ..ros.array_msgs import cloud_field
+from ..ros.topic_types import TOPIC_TYPES
 
 log = logging.getLogger(__name__)
 

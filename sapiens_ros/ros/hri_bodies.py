@@ -36,11 +36,11 @@ try:
     from rclpy.event_handler import PublisherEventCallbacks
 except ImportError:  # Humble: the same class, under its old module name
     from rclpy.qos_event import PublisherEventCallbacks
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
-from .messages import image_msg
+from .array_msgs import image_msg
+from .qos import HRI_QOS
 from ..core.models.keypoint_formats import keypoint_format
 from ..core.people.body_frames import body_id
 from ..core.people.state import People
@@ -55,9 +55,6 @@ except ImportError as exc:  # an optional package: the node runs without it
 
 #: REP-155's body namespace (global).
 BODIES_NS = '/humans/bodies'
-#: As ``hri_body_detect`` publishes them: reliable, volatile, keep last 1.
-HRI_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
 @dataclass

@@ -17,202 +17,40 @@ Build the topic contract's standard ROS messages from a core ``FrameResult``.
 
 :func:`build_messages` is a pure function of ``(header, FrameResult, options)`` and returns a dict
 of topic suffix (``'pose/keypoints'``...) to message, so the live node and the bag replay publish
-exactly the same thing. Bulk data goes in as an ``array.array('B')`` (assigning an ndarray or
-memoryview to ``msg.data`` makes rclpy check every element, ~200 ms for one 1024x768 image).
-The pipeline's host arrays already live in such buffers (``core.processing.hostbuf``); overlays,
-16-bit normals, depth and the point-cloud records are rendered on the pipeline's device when it was
-asked to (:func:`render_request`), so building a message copies no bulk data; a result that was
-not rendered is rendered here by the same torch code (``core.processing.render``) on the CPU.
+exactly the same thing. The topic names are in :mod:`.topics`, what to render for them in
+:mod:`.render_plan`, and the bulk data goes in without a copy (:mod:`.array_msgs`): a result that
+was not rendered on the pipeline's device is rendered here by the same torch code
+(``core.processing.render``) on the CPU.
 """
 
 from __future__ import annotations
 
-import array
 from collections.abc import Collection
-from dataclasses import dataclass
 import json
-import sys
 
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, Pose, PoseArray
 import numpy as np
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, PointField
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .vision_messages import Detection2DArray, detections_msg, DETECTIONS_OUTPUT
+from .array_msgs import byte_array, image_msg, pointcloud2
+from .render_plan import compressed_source, MessageOptions, render_request, wanted_outputs
+from .topic_types import optional_outputs
+from .topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, KEYPOINT_DTYPE, NORMAL_ENCODINGS,
+                     PEOPLE_OUTPUTS, PERSON_DTYPE)
+from .vision_messages import detections_msg
 from ..core.media.visualize import id_color
 from ..core.models.keypoint_formats import keypoint_format, KEYPOINT_FORMATS, KeypointFormat
 from ..core.models.metadata import seg_class_info
 from ..core.people.state import People, with_pointmap_scale
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
-from ..core.processing.hostbuf import as_buffer
 from ..core.processing.intrinsics import Intrinsics
 from ..core.processing.pointmap_camera import pointmap_intrinsics
 
-#: Output topic suffixes per task, in publish order.
-TASK_OUTPUTS: dict[str, tuple[str, ...]] = {
-    'pose': ('pose/keypoints', 'pose/persons', 'pose/markers'),
-    'seg': ('seg/labels', 'seg/overlay'),
-    'normal': ('normal/image', 'normal/overlay'),
-    'pointmap': ('pointmap/points', 'pointmap/depth', 'pointmap/camera_info'),
-}
-
-#: Outputs built from the tracked people (``build_messages(..., people=...)``), pose task.
-PEOPLE_OUTPUTS: tuple[str, ...] = ('people/poses', 'people/ids')
-
-#: Latched (transient-local) JSON metadata topics per task. ``seg/label_info`` itself is the
-#: ``vision_msgs/LabelInfo`` (``vision_messages.LABEL_INFO_TOPIC``), as vision_msgs documents.
-INFO_TOPICS: dict[str, str] = {'pose': 'pose/keypoint_info', 'seg': 'seg/label_info_json'}
-
-#: Message type of every topic suffix.
-TOPIC_TYPES: dict[str, type] = {
-    'pose/keypoints': PointCloud2, 'pose/persons': PointCloud2, 'pose/markers': MarkerArray,
-    'pose/keypoint_info': String, 'seg/labels': Image, 'seg/overlay': Image,
-    'seg/label_info_json': String, 'normal/image': Image, 'normal/overlay': Image,
-    'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'pointmap/camera_info': CameraInfo,
-    'diagnostics': DiagnosticArray,
-    'people/poses': PoseArray, 'people/ids': String,
-}
-
-#: Outputs of message packages that may be missing (not in ``TOPIC_TYPES``, ``task_outputs``
-#: or ``OUTPUT_TASK``, so bags and tools without them are unchanged): suffix -> task. Built
-#: only when named in ``MessageOptions.outputs``; see :func:`optional_outputs`.
-OPTIONAL_OUTPUTS: dict[str, str] = {DETECTIONS_OUTPUT: 'pose'}
-_OPTIONAL_TYPES: dict[str, type | None] = {DETECTIONS_OUTPUT: Detection2DArray}
-
-#: ``<topic>/compressed`` variants (``CompressedImage``, image_transport's naming) and their topic.
-COMPRESSED_OUTPUTS: dict[str, str] = {f'{s}/compressed': s for s in
-                                      ('seg/labels', 'seg/overlay', 'normal/overlay')}
-TOPIC_TYPES.update({s: CompressedImage for s in COMPRESSED_OUTPUTS})
-
-#: Which task produces each output suffix (compressed variants included).
-OUTPUT_TASK: dict[str, str] = {s: t for t, suffixes in TASK_OUTPUTS.items() for s in suffixes}
-OUTPUT_TASK.update(dict.fromkeys(PEOPLE_OUTPUTS, 'pose'))
-OUTPUT_TASK.update({c: OUTPUT_TASK[s] for c, s in COMPRESSED_OUTPUTS.items()})
-
-#: The outputs a robot wants at 30 Hz: 3.65 MB per 1024x768 frame with a person on 35 % of it,
-#: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md. The
-#: people outputs are built only with tracked people (tens of bytes per person).
-DEFAULT_OUTPUTS: tuple[str, ...] = (
-    'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
-    'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth', 'pointmap/camera_info',
-    *PEOPLE_OUTPUTS)
-
-#: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
-NORMAL_ENCODINGS = ('32FC3', '16SC3')
-
-#: Encoding of each image output with a compressed variant, as published raw.
-_ENCODING = {'seg/labels': 'mono8', 'seg/overlay': 'bgr8', 'normal/overlay': 'rgb8'}
-
-#: The rendered buffer behind each output (``core.processing.render`` names).
-_RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
-             'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
-
-_BIG = sys.byteorder == 'big'
-_FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): PointField.UINT32,
-                np.dtype('uint8'): PointField.UINT8, np.dtype('int32'): PointField.INT32,
-                np.dtype('float64'): PointField.FLOAT64, np.dtype('uint16'): PointField.UINT16}
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
-
-#: ``id``: the person's track id in every row (-1: untracked, or no tracking).
-KEYPOINT_DTYPE = np.dtype([(n, '<f4') for n in ('u', 'v', 'score', 'x', 'y', 'z')] +
-                          [('id', '<i4')])
-PERSON_DTYPE = np.dtype([(n, '<f4') for n in ('x_min', 'y_min', 'x_max', 'y_max', 'score')] +
-                        [('id', '<i4')])
-
-
-@dataclass
-class MessageOptions:
-    """How to render a result into messages (the node's runtime parameters)."""
-
-    score_threshold: float = 0.3  # keypoints below it are left out of the markers
-    overlay_alpha: float = 0.5
-    foreground_only: bool = True  # depth: NaN where seg says background
-    pixel_scale: float = 0.001  # metres per pixel for 2D markers (no 3D available)
-    marker_size: float = 0.01  # point size / line width of 3D markers, metres
-    outputs: Collection[str] | None = None  # suffixes to build; None: every available raw one
-    normal_encoding: str = '32FC3'  # normal/image: '32FC3' or '16SC3' (x 32767)
-    compressed_format: str = 'jpeg'  # overlays' /compressed: 'jpeg' or 'png' (labels: png)
-    jpeg_quality: int = 90
-    smooth_markers: bool = True  # pose/markers from the One-Euro filtered people (with people)
-    smooth_keypoints: bool = False  # pose/keypoints u, v, x, y, z filtered too (default raw)
-    keypoint_format: str = 'sapiens308'  # pose/keypoints and pose/markers: KEYPOINT_FORMATS
-
-
-def byte_array(values: np.ndarray) -> array.array:
-    """
-    ``values``' bytes as the ``array('B')`` rclpy stores without checking.
-
-    No copy when ``values`` spans a message-ready buffer (a pipeline result); one otherwise.
-    """
-    return as_buffer(np.asarray(values))
-
-
-def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
-    """``sensor_msgs/Image`` from an HxW or HxWxC array (dtype must match ``encoding``)."""
-    channels = pixels.shape[2] if pixels.ndim == 3 else 1
-    msg = Image(header=header, height=int(pixels.shape[0]), width=int(pixels.shape[1]),
-                encoding=encoding, is_bigendian=_BIG and pixels.dtype.itemsize > 1)
-    msg.step = int(pixels.shape[1]) * pixels.dtype.itemsize * channels
-    msg.data = byte_array(pixels)  # row-major whatever the strides: no padding
-    return msg
-
-
-def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
-                width: int | None = None, dense: bool | None = None) -> PointCloud2:
-    """``PointCloud2`` whose fields are the structured array's fields, packed with one copy."""
-    fields = []
-    for name in points.dtype.names:
-        dt, offset = points.dtype.fields[name][:2]
-        kind = _FIELD_TYPES[dt.newbyteorder('=')]
-        fields.append(PointField(name=name, offset=offset, datatype=kind, count=1))
-    width = int(points.size // max(height, 1)) if width is None else int(width)
-    if dense is None:
-        dense = not any(np.isnan(points[n]).any() for n in points.dtype.names
-                        if points.dtype[n].kind == 'f' and n != 'rgb')
-    msg = PointCloud2(header=header, height=int(height), width=width, fields=fields,
-                      is_bigendian=False, point_step=points.dtype.itemsize,
-                      row_step=points.dtype.itemsize * width, is_dense=bool(dense))
-    msg.data = byte_array(points)
-    return msg
-
-
-def stamp_seconds(stamp) -> float:
-    """Return a ``builtin_interfaces/Time`` (rclpy or rosbags) in seconds."""
-    return int(stamp.sec) + int(stamp.nanosec) * 1e-9
-
-
-def cloud_field(msg, name: str) -> np.ndarray | None:
-    """
-    One field of a ``PointCloud2`` (rclpy or rosbags message) as ``(height, width)``, or None.
-
-    Reads only that field's bytes, whatever the record layout.
-    """
-    field = next((f for f in msg.fields if f.name == name), None)
-    kinds = {v: k for k, v in _FIELD_TYPES.items()}
-    if field is None or int(field.datatype) not in kinds:
-        return None
-    kind = kinds[int(field.datatype)].newbyteorder('>' if msg.is_bigendian else '<')
-    rows, cols = int(msg.height), int(msg.width)
-    dtype = np.dtype({'names': [name], 'formats': [kind], 'offsets': [int(field.offset)],
-                      'itemsize': int(msg.point_step)})
-    data = np.frombuffer(bytes(msg.data), np.uint8)
-    return np.frombuffer(data, dtype, count=rows * cols)[name].reshape(rows, cols)
-
-
-def task_outputs(tasks: Collection[str], people: bool = True) -> list[str]:
-    """Output suffixes of ``tasks`` in publish order, with the people outputs when tracked."""
-    out = [s for t in TASK_OUTPUTS if t in tasks for s in TASK_OUTPUTS[t]]
-    return out + list(PEOPLE_OUTPUTS) if people and 'pose' in tasks else out
-
-
-def optional_outputs(tasks: Collection[str]) -> dict[str, type]:
-    """Return the optional outputs of ``tasks`` whose package imports: suffix -> type."""
-    return {s: _OPTIONAL_TYPES[s] for s, task in OPTIONAL_OUTPUTS.items()
-            if task in tasks and _OPTIONAL_TYPES[s] is not None}
 
 
 def _track_ids(result: FrameResult, people: People | None) -> np.ndarray:
@@ -443,57 +281,6 @@ def info_messages(tasks: Collection[str], keypoint_format_name: str = 'sapiens30
     return out
 
 
-def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> list[str]:
-    """
-    Raw suffixes ``result`` can fill; no compressed ones.
-
-    Overlays need the input image, unless the pipeline rendered them.
-    """
-    out = []
-    for task, suffixes in TASK_OUTPUTS.items():
-        if getattr(result, task) is None:
-            continue
-        out.extend(s for s in suffixes if image is not None or not s.endswith('overlay')
-                   or _RENDERED[s] in result.rendered)
-    return out
-
-
-def _wanted(result: FrameResult, options: MessageOptions, image: np.ndarray | None) -> list[str]:
-    raw = available_outputs(result, image)
-    if options.outputs is None:
-        return raw
-    compressed = [c for c, s in COMPRESSED_OUTPUTS.items() if s in raw or
-                  '.'.join(_encoded(c, options)) in result.rendered]
-    return [s for s in raw + compressed if s in options.outputs]
-
-
-def render_request(outputs: Collection[str] | None,
-                   options: MessageOptions | None = None) -> R.RenderRequest:
-    """
-    Say what the pipeline should render on its device for these suffixes (None: every raw).
-
-    Pass it as ``pipeline(frames, render=...)``: the messages then copy no bulk data.
-    """
-    options = options or MessageOptions()
-    wanted = set(OUTPUT_TASK if outputs is None else outputs)
-    if outputs is None:
-        wanted -= set(COMPRESSED_OUTPUTS)
-    names = {_RENDERED[s] for s in wanted if s in _RENDERED}
-    if 'normal/image' in wanted and options.normal_encoding == '16SC3':
-        names.add('normal16')
-    encode = {_encoded(c, options) for c in COMPRESSED_OUTPUTS if c in wanted}
-    return R.RenderRequest(frozenset(names), frozenset(encode), options.overlay_alpha,
-                           options.foreground_only, options.jpeg_quality)
-
-
-def _encoded(suffix: str, options: MessageOptions) -> tuple[str, str]:
-    """``(render name, format)`` of a compressed suffix: labels are always png (lossless)."""
-    raw = COMPRESSED_OUTPUTS[suffix]
-    if raw == 'seg/labels':
-        return 'seg_labels', 'png'
-    return _RENDERED[raw], options.compressed_format
-
-
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
                    image: np.ndarray | None = None, people: People | None = None,
                    intrinsics: Intrinsics | None = None) -> dict:
@@ -515,7 +302,7 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         raise ValueError(f'keypoint_format must be one of {KEYPOINT_FORMATS}, '
                          f'got {options.keypoint_format!r}')
     fmt = keypoint_format(options.keypoint_format)
-    wanted = _wanted(result, options, image)
+    wanted = wanted_outputs(result, options, image)
     if people is not None:
         result = with_pointmap_scale(result, people.pointmap_scale)
         if result.pose is not None:
@@ -530,9 +317,8 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         buffers.update(R.render_result(result, image, request.only(missing)))
 
     def compressed(suffix: str) -> CompressedImage:
-        name, fmt = _encoded(suffix, options)
-        encoding = _ENCODING[COMPRESSED_OUTPUTS[suffix]]
-        return compressed_msg(header, buffers[f'{name}.{fmt}'], encoding, fmt)
+        name, fmt = compressed_source(suffix, options)
+        return compressed_msg(header, buffers[f'{name}.{fmt}'], R.image_encoding(name), fmt)
 
     def normal_image() -> Image:
         if options.normal_encoding == '16SC3':
@@ -547,10 +333,12 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'people/poses': lambda: people_poses(header, people),
         'people/ids': lambda: people_ids(header, people),
         'seg/labels': lambda: image_msg(header, np.asarray(result.seg.labels, np.uint8),
-                                        'mono8'),
-        'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'], 'bgr8'),
+                                        R.image_encoding('seg_labels')),
+        'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'],
+                                         R.image_encoding('seg_overlay')),
         'normal/image': normal_image,
-        'normal/overlay': lambda: image_msg(header, buffers['normal_overlay'], 'rgb8'),
+        'normal/overlay': lambda: image_msg(header, buffers['normal_overlay'],
+                                            R.image_encoding('normal_overlay')),
         'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
                                               buffers['depth']),

@@ -25,12 +25,14 @@ import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
-from .messages import KEYPOINT_DTYPE, stamp_seconds, task_outputs, TOPIC_TYPES
 from .node_params import declare_float
+from .qos import SENSOR_QOS
 from .spin import run_node
+from .stamps import stamp_seconds
+from .topic_types import TOPIC_TYPES
+from .topics import KEYPOINT_DTYPE, task_outputs
 from ..core.media.image_codec import decode_raw
 from ..core.media.visualize import depth_colors, draw_skeleton
 
@@ -96,7 +98,7 @@ class Monitor(Node):
         for suffix in task_outputs(tasks):
             self.create_subscription(TOPIC_TYPES[suffix], suffix,
                                      lambda m, s=suffix: self._on_output(s, m), 2)
-        self.create_subscription(Image, 'image', self._on_image, qos_profile_sensor_data)
+        self.create_subscription(Image, 'image', self._on_image, SENSOR_QOS)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 5)
         self.create_timer(self.period, self.report)
 

@@ -38,7 +38,7 @@ from typing import Any
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
-from .messages import NORMAL_ENCODINGS, OPTIONAL_OUTPUTS, OUTPUT_TASK
+from .topics import NORMAL_ENCODINGS, tasks_for
 from ..core.errors import SapiensError
 from ..core.models.input_size import parse_size, parse_task_sizes
 from ..core.models.keypoint_formats import KEYPOINT_FORMATS
@@ -157,10 +157,7 @@ class Param:
 def parse_outputs(text: str, name: str = 'force_outputs') -> set[str]:
     """Parse ``force_outputs``; raise ValueError naming an unknown suffix."""
     items = {s.strip().strip('/') for s in text.split(',') if s.strip()}
-    known = [*OUTPUT_TASK, *OPTIONAL_OUTPUTS]
-    unknown = sorted(items - set(known))
-    if unknown:
-        raise ValueError(f'unknown outputs {unknown}; known: {", ".join(known)}')
+    tasks_for(items)  # raises ValueError naming an unknown suffix
     return items
 
 

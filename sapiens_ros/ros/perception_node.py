@@ -39,17 +39,18 @@ from rclpy.exceptions import ParameterException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 import rclpy.logging
 from rclpy.parameter import Parameter
-from rclpy.qos import HistoryPolicy, qos_profile_system_default, QoSProfile, ReliabilityPolicy
 
 from .camera import CameraChannel
 from .diagnostics import BatchStats, statuses
-from .messages import MessageOptions, TASK_OUTPUTS
 from .node_params import (assign, camera_rate_param, checked, node_rate_param, PARAM_BY_NAME,
                           PARAMS, parse_cameras, routed)
 from .optional_msgs import available, missing_packages
 from .people_world import PeopleWorld, WorldOptions
+from .qos import DIAGNOSTICS_QOS, input_qos, output_qos
+from .render_plan import MessageOptions
 from .runtime import FrameSlots, ThreadLogForwarder
 from .spin import program_args, run_node, STOP_TIMEOUT_S
+from .topics import TASK_OUTPUTS
 from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
 from ..core.errors import InputSizeError, SapiensError
@@ -159,7 +160,7 @@ class PerceptionNode(LifecycleNode):
             raise SapiensError(str(exc)) from None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
-                                               qos_profile_system_default)
+                                               DIAGNOSTICS_QOS)
         self._diag_timer = self.create_timer(1.0, self.publish_diagnostics)
         self._autostart_timer = None
         self._flush_timer = None  # releases frames waiting for their side messages
@@ -361,9 +362,7 @@ class PerceptionNode(LifecycleNode):
             self.get_logger().error(f'configure failed: {self.not_configured_reason}')
             return TransitionCallbackReturn.FAILURE
         self.not_configured_reason = ''
-        out_qos = QoSProfile(depth=self._param('output_depth'),
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             history=HistoryPolicy.KEEP_LAST)
+        out_qos = output_qos(self._param('output_depth'))
         for channel in self.cameras.values():
             channel.create_publishers(self.tasks, out_qos)
         return super().on_configure(state)
@@ -380,10 +379,7 @@ class PerceptionNode(LifecycleNode):
 
     def _activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = super().on_activate(state)
-        reliability = (ReliabilityPolicy.RELIABLE if self._param('input_reliability') ==
-                       'reliable' else ReliabilityPolicy.BEST_EFFORT)
-        in_qos = QoSProfile(depth=self._param('input_depth'), reliability=reliability,
-                            history=HistoryPolicy.KEEP_LAST)
+        in_qos = input_qos(self._param('input_depth'), self._param('input_reliability'))
         detections = self._param('box_source') == 'detections' and available('vision_msgs')
         for channel in self.cameras.values():
             channel.publish_info(self.tasks, self._param('keypoint_format'))

@@ -32,15 +32,16 @@ import cv2
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
+from .array_msgs import image_msg
 from .bag_source import bag_bundles, bag_topics, BagTopics
 from .launch_support import PROFILE_VAR, shipped_profile
-from .messages import image_msg
 from .node_params import declare_float
+from .qos import RELIABLE_CAMERA_QOS, SENSOR_QOS
 from .spin import program_args, run_node
+from .stamps import stamp_ns
 from ..core.media.image_codec import decode_message
 from ..core.media.video import SourceError, video_frames
 
@@ -115,7 +116,7 @@ def camera_info_for(header: Header, height: int, width: int, fov_deg: float) -> 
 
 
 def _shifted(stamp: Time, offset_ns: int) -> Time:
-    ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec) + offset_ns
+    ns = stamp_ns(stamp) + offset_ns
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
@@ -131,7 +132,7 @@ class SampleCamera(Node):
                 self.declare_parameter(name, default, ParameterDescriptor(description=text))
         rate = float(self.get_parameter('rate').value)
         self.fov_deg = float(self.get_parameter('fov_deg').value)
-        qos = 5 if self.get_parameter('reliable').value else qos_profile_sensor_data
+        qos = RELIABLE_CAMERA_QOS if self.get_parameter('reliable').value else SENSOR_QOS
         self.image_pub = self.create_publisher(Image, 'image', qos)
         self.info_pub = self.create_publisher(CameraInfo, 'camera_info', qos)
         self.sent = 0
@@ -194,8 +195,7 @@ class SampleCamera(Node):
         colour = next(msg for kind, msg in bundle if kind == 'image')
         if self.get_parameter('restamp').value:
             first = colour.header.stamp
-            offset = self.get_clock().now().nanoseconds - (
-                int(first.sec) * 1_000_000_000 + int(first.nanosec))
+            offset = self.get_clock().now().nanoseconds - stamp_ns(first)
             for _, msg in bundle:
                 msg.header.stamp = _shifted(msg.header.stamp, offset)
         frame_id = self.get_parameter('frame_id').value

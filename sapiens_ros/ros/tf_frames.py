@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 
 from geometry_msgs.msg import TransformStamped
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
+from .qos import TF_QOS
 from ..core.people.body_frames import body_id, BODY_ID_PREFIX, BodyFrames
 
 try:
@@ -37,9 +37,6 @@ except ImportError as exc:  # an optional package: the node runs without it
 
 #: The TF topic (absolute: body frames join the robot's one tree whatever the namespace).
 TF_TOPIC = '/tf'
-#: tf2_ros's ``DynamicBroadcasterQoS``: reliable, volatile, keep last 100.
-TF_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
 def body_frame_name(track_id: int, prefix: str = BODY_ID_PREFIX) -> str:

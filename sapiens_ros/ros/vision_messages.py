@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from std_msgs.msg import Header
 
+from .topics import DETECTIONS_OUTPUT, LABEL_INFO_TOPIC
 from ..core.models.metadata import seg_class_info
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing.detections import DetectorBoxes
@@ -36,11 +37,6 @@ except ImportError as exc:  # an optional package: the node runs without it
     Detection2D = Detection2DArray = LabelInfo = ObjectHypothesisWithPose = VisionClass = None
     VISION_MSGS_ERROR = f'{type(exc).__name__}: {exc}'
 
-#: ``vision_msgs/Detection2DArray`` of the tracked people, a pose output.
-DETECTIONS_OUTPUT = 'pose/detections'
-#: ``vision_msgs/LabelInfo`` of the seg classes: latched, beside ``seg/labels`` as vision_msgs
-#: documents (the JSON with colours is ``seg/label_info_json``).
-LABEL_INFO_TOPIC = 'seg/label_info'
 #: Class id of every ``pose/detections`` result.
 PERSON_CLASS = 'person'
 

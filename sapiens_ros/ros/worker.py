@@ -37,10 +37,12 @@ import time
 
 import rclpy
 
-from .camera import CameraChannel, Decoded
-from .messages import build_messages, MessageOptions
+from .camera import CameraChannel, DecodedFrame
+from .messages import build_messages
 from .people_world import PeopleWorld
+from .render_plan import MessageOptions
 from .runtime import FrameSlots
+from .stamps import stamp_ns
 from ..core.pipeline.scheduler import FrameOutcome, Scheduler
 
 
@@ -54,20 +56,16 @@ class StepSettings:
 
 
 @dataclasses.dataclass
-class Job:
-    """One camera's processed frame on its way to the publish stage."""
+class ProcessedFrame:
+    """One camera's frame after its inference step, on its way to the publish stage."""
 
     channel: CameraChannel
     outcome: FrameOutcome
 
     @property
-    def decoded(self) -> Decoded:
+    def decoded(self) -> DecodedFrame:
         """Return the decoded frame and its options."""
         return self.outcome.request.context
-
-
-def _stamp_ns(stamp) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 class StepWorker:
@@ -82,7 +80,7 @@ class StepWorker:
         self.channels = channels
         self.slots = slots
         self.settings = settings
-        self._jobs: queue.Queue = queue.Queue(maxsize=1)
+        self._ready: queue.Queue = queue.Queue(maxsize=1)
         self._running = threading.Event()
         self._infer_busy = self._publish_busy = False
         self.threads: tuple[threading.Thread, ...] = ()
@@ -95,7 +93,7 @@ class StepWorker:
     @property
     def busy(self) -> bool:
         """Tell whether a frame is being processed or its messages are being published."""
-        return self._infer_busy or self._publish_busy or not self._jobs.empty()
+        return self._infer_busy or self._publish_busy or not self._ready.empty()
 
     def start(self) -> None:
         """Start both threads."""
@@ -130,13 +128,13 @@ class StepWorker:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
             stopped &= not thread.is_alive()
         self.threads = ()
-        while not self._jobs.empty():  # a step queued as the threads stopped is stale now
-            self._abandon(self._jobs.get_nowait())
+        while not self._ready.empty():  # a step queued as the threads stopped is stale now
+            self._abandon(self._ready.get_nowait())
         return stopped
 
-    def _abandon(self, jobs: list[Job]) -> None:
-        for job in jobs:
-            job.channel.stats.abandoned += 1
+    def _abandon(self, processed: list[ProcessedFrame]) -> None:
+        for frame_out in processed:
+            frame_out.channel.stats.abandoned += 1
 
     # ------------------------------------------------------------------ inference
     def _work(self) -> None:
@@ -149,74 +147,74 @@ class StepWorker:
                 continue
             self._infer_busy = True
             try:
-                jobs = self.step(taken, settings)
-                while jobs and self._running.is_set():
+                processed = self.step(taken, settings)
+                while processed and self._running.is_set():
                     try:  # at most one step waits: no backlog, publishing overlaps inference
-                        self._jobs.put(jobs, timeout=0.1)
-                        jobs = None
+                        self._ready.put(processed, timeout=0.1)
+                        processed = None
                     except queue.Full:
                         continue
-                if jobs:  # stopped while this step was in flight
-                    self._abandon(jobs)
+                if processed:  # stopped while this step was in flight
+                    self._abandon(processed)
             except Exception as exc:  # noqa: BLE001 - the worker must survive any step
                 for name, _ in taken:
                     self.channels[name].bad('internal', f'{type(exc).__name__}: {exc}')
             finally:
                 self._infer_busy = False
 
-    def step(self, taken: list, settings: StepSettings) -> list[Job]:
-        """Decode the taken frames and run one scheduler step; return the jobs to publish."""
+    def step(self, taken: list, settings: StepSettings) -> list[ProcessedFrame]:
+        """Decode the taken frames and run one scheduler step; return the frames to publish."""
         loaded = self.scheduler.pipeline.tasks
         world = self.world.demand() if self.world is not None else (False, False)
         requests, channels = [], []
-        for name, arrival in taken:
+        for name, received in taken:
             channel = self.channels[name]
-            request = channel.request(arrival, loaded, settings.forced, settings.options,
+            request = channel.request(received, loaded, settings.forced, settings.options,
                                       self.scheduler.pipeline.config.max_persons, world)
             if request is not None:
                 requests.append(request)
                 channels.append(channel)
         if not requests:
             return []
-        jobs = []
+        processed = []
         for channel, outcome in zip(channels, self.scheduler.run(requests), strict=True):
             if outcome.error is not None:
                 channel.bad(*outcome.error)
             elif outcome.result is not None:
-                jobs.append(Job(channel, outcome))
+                processed.append(ProcessedFrame(channel, outcome))
             else:  # nothing due for this camera this step (rates)
                 channel.stats.idle_skipped += 1
-        return jobs
+        return processed
 
     # ------------------------------------------------------------------ publishing
     def _publish_loop(self) -> None:
         while self._running.is_set():
             try:
-                jobs = self._jobs.get(timeout=0.1)
+                processed = self._ready.get(timeout=0.1)
             except queue.Empty:
                 continue
             self._publish_busy = True
             try:
-                for job in jobs:
+                for frame_out in processed:
                     if not self._can_publish():
-                        self._abandon([job])
+                        self._abandon([frame_out])
                         continue
                     try:
-                        self.publish(job)
+                        self.publish(frame_out)
                     except Exception as exc:  # noqa: BLE001 - survive any frame
                         if self._can_publish():
-                            job.channel.bad('internal', f'{type(exc).__name__}: {exc}')
+                            frame_out.channel.bad('internal', f'{type(exc).__name__}: {exc}')
                         else:  # shutdown began while publishing: not an error
-                            self._abandon([job])
+                            self._abandon([frame_out])
             finally:
                 self._publish_busy = False
 
     def _can_publish(self) -> bool:
         return self._running.is_set() and rclpy.ok(context=self.node.context)
 
-    def publish(self, job: Job) -> dict:
+    def publish(self, frame_out: ProcessedFrame) -> dict:
         """Build and publish one camera's messages of one frame; return them."""
-        decoded, outcome = job.decoded, job.outcome
+        decoded, outcome = frame_out.decoded, frame_out.outcome
         result = outcome.result
         wants_image = any(k.split('.')[0].endswith('overlay') for k in
                           decoded.render.keys() - set(result.rendered))  # not rendered
@@ -225,17 +223,17 @@ class StepWorker:
         crops = to_world and world.options.hri  # REP-155 /cropped needs the input pixels
         # Converted once: build_messages and the crops only read it.
         rgb = decoded.frame.rgb() if wants_image or crops else None
-        header = decoded.arrival.msg.header
+        header = decoded.received.msg.header
         msgs = build_messages(header, result, decoded.options, rgb if wants_image else None,
                               outcome.people, decoded.intrinsics)
         for suffix, out in msgs.items():
-            job.channel.pubs[suffix].publish(out)
+            frame_out.channel.pubs[suffix].publish(out)
         if to_world:
-            world.publish(job.channel.name, header, result, outcome.people,
+            world.publish(frame_out.channel.name, header, result, outcome.people,
                           rgb if crops else None)
         latency = None
-        if _stamp_ns(header.stamp) > 0:
-            latency = (self.node.get_clock().now().nanoseconds - _stamp_ns(header.stamp)) / 1e6
-        job.channel.stats.on_processed(latency, result.timings, outcome.tasks,
-                                       outcome.box_origin)
+        if stamp_ns(header.stamp) > 0:
+            latency = (self.node.get_clock().now().nanoseconds - stamp_ns(header.stamp)) / 1e6
+        frame_out.channel.stats.on_processed(latency, result.timings, outcome.tasks,
+                                             outcome.box_origin)
         return msgs

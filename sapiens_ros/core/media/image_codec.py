@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import io
-import sys
 import warnings
 
 import cv2
@@ -232,11 +231,6 @@ def compressed_size(buf: np.ndarray, kind: str = 'image') -> tuple[int, int]:
     if height <= 0 or width <= 0:
         raise FrameError(f'{kind.upper()} header gives zero size {width}x{height}')
     return height, width
-
-
-def native_bigendian() -> bool:
-    """``is_bigendian`` of arrays this machine writes."""
-    return sys.byteorder == 'big'
 
 
 def decode_message(msg, max_pixels: int | None = None, expect: str | None = None) -> Frame:

@@ -40,7 +40,7 @@ RENDERABLE = ('seg_overlay', 'normal_overlay', 'normal16', 'cloud', 'depth')
 #: What can be encoded as JPEG/PNG (``RenderRequest.encode``), with its channel order.
 ENCODABLE = {'seg_overlay': 'bgr', 'normal_overlay': 'rgb', 'seg_labels': 'mono'}
 #: Channel order of each overlay as rendered (what its message encoding says).
-OVERLAY_ORDER = {'seg_overlay': 'bgr', 'normal_overlay': 'rgb'}
+OVERLAY_ORDER = {name: order for name, order in ENCODABLE.items() if name.endswith('_overlay')}
 #: Scale of the 16-bit normal encoding (``16SC3``): component = value / 32767.
 NORMAL16_SCALE = 32767.0
 
@@ -48,6 +48,11 @@ _XYZ = [('x', '<f4'), ('y', '<f4'), ('z', '<f4'), ('rgb', '<f4')]
 #: Point record of ``pointmap/points``: xyz (metres), packed 0x00RRGGBB in a float32, [label].
 CLOUD_DTYPE = np.dtype(_XYZ)
 CLOUD_LABEL_DTYPE = np.dtype(_XYZ + [('label', '<u4')])
+
+
+def image_encoding(name: str) -> str:
+    """Return the image encoding (``bgr8``...) of the 8-bit image ``name`` of :data:`ENCODABLE`."""
+    return f'{ENCODABLE[name]}8'
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Which outputs a result can fill and what the pipeline should render on its device for them.
+
+Overlays, 16-bit normals, depth, the point-cloud records and the compressed images are
+rendered on the pipeline's device when it was asked to (:func:`render_request`), so building
+the messages copies no bulk data; whatever was not rendered there is rendered by
+:mod:`.messages` with the same torch code (``core.processing.render``) on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+from .topics import COMPRESSED_OUTPUTS, OUTPUT_TASK, TASK_OUTPUTS
+from ..core.pipeline.pipeline import FrameResult
+from ..core.processing.render import RenderRequest
+
+#: The rendered buffer behind each output (``core.processing.render`` names).
+RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
+            'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
+
+
+@dataclass
+class MessageOptions:
+    """How to render a result into messages (the node's runtime parameters)."""
+
+    score_threshold: float = 0.3  # keypoints below it are left out of the markers
+    overlay_alpha: float = 0.5
+    foreground_only: bool = True  # depth: NaN where seg says background
+    pixel_scale: float = 0.001  # metres per pixel for 2D markers (no 3D available)
+    marker_size: float = 0.01  # point size / line width of 3D markers, metres
+    outputs: Collection[str] | None = None  # suffixes to build; None: every available raw one
+    normal_encoding: str = '32FC3'  # normal/image: '32FC3' or '16SC3' (x 32767)
+    compressed_format: str = 'jpeg'  # overlays' /compressed: 'jpeg' or 'png' (labels: png)
+    jpeg_quality: int = 90
+    smooth_markers: bool = True  # pose/markers from the One-Euro filtered people (with people)
+    smooth_keypoints: bool = False  # pose/keypoints u, v, x, y, z filtered too (default raw)
+    keypoint_format: str = 'sapiens308'  # pose/keypoints and pose/markers: KEYPOINT_FORMATS
+
+
+def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> list[str]:
+    """
+    Raw suffixes ``result`` can fill; no compressed ones.
+
+    Overlays need the input image, unless the pipeline rendered them.
+    """
+    out = []
+    for task, suffixes in TASK_OUTPUTS.items():
+        if getattr(result, task) is None:
+            continue
+        out.extend(s for s in suffixes if image is not None or not s.endswith('overlay')
+                   or RENDERED[s] in result.rendered)
+    return out
+
+
+def wanted_outputs(result: FrameResult, options: MessageOptions,
+                   image: np.ndarray | None) -> list[str]:
+    """Return the raw and compressed suffixes ``result`` can fill that ``options`` asks for."""
+    raw = available_outputs(result, image)
+    if options.outputs is None:
+        return raw
+    compressed = [c for c, s in COMPRESSED_OUTPUTS.items() if s in raw or
+                  '.'.join(compressed_source(c, options)) in result.rendered]
+    return [s for s in raw + compressed if s in options.outputs]
+
+
+def render_request(outputs: Collection[str] | None,
+                   options: MessageOptions | None = None) -> RenderRequest:
+    """
+    Say what the pipeline should render on its device for these suffixes (None: every raw).
+
+    Pass it as ``pipeline(frames, render=...)``: the messages then copy no bulk data.
+    """
+    options = options or MessageOptions()
+    wanted = set(OUTPUT_TASK if outputs is None else outputs)
+    if outputs is None:
+        wanted -= set(COMPRESSED_OUTPUTS)
+    names = {RENDERED[s] for s in wanted if s in RENDERED}
+    if 'normal/image' in wanted and options.normal_encoding == '16SC3':
+        names.add('normal16')
+    encode = {compressed_source(c, options) for c in COMPRESSED_OUTPUTS if c in wanted}
+    return RenderRequest(frozenset(names), frozenset(encode), options.overlay_alpha,
+                         options.foreground_only, options.jpeg_quality)
+
+
+def compressed_source(suffix: str, options: MessageOptions) -> tuple[str, str]:
+    """``(render name, format)`` of a compressed suffix: labels are always png (lossless)."""
+    raw = COMPRESSED_OUTPUTS[suffix]
+    if raw == 'seg/labels':
+        return 'seg_labels', 'png'
+    return RENDERED[raw], options.compressed_format

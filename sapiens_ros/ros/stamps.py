@@ -1,0 +1,27 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""``builtin_interfaces/Time`` (rclpy or rosbags) as seconds or nanoseconds."""
+
+from __future__ import annotations
+
+
+def stamp_seconds(stamp) -> float:
+    """Return a ``builtin_interfaces/Time`` (rclpy or rosbags) in seconds."""
+    return int(stamp.sec) + int(stamp.nanosec) * 1e-9
+
+
+def stamp_ns(stamp) -> int:
+    """Return a ``builtin_interfaces/Time`` (rclpy or rosbags) in integer nanoseconds."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)

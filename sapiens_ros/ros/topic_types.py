@@ -1,0 +1,48 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The message type of every output topic, and of the optional ones whose package imports."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseArray
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
+
+from .topics import COMPRESSED_OUTPUTS, DETECTIONS_OUTPUT, OPTIONAL_OUTPUTS
+from .vision_messages import Detection2DArray
+
+#: Message type of every topic suffix (the optional outputs are in :func:`optional_outputs`).
+TOPIC_TYPES: dict[str, type] = {
+    'pose/keypoints': PointCloud2, 'pose/persons': PointCloud2, 'pose/markers': MarkerArray,
+    'pose/keypoint_info': String, 'seg/labels': Image, 'seg/overlay': Image,
+    'seg/label_info_json': String, 'normal/image': Image, 'normal/overlay': Image,
+    'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'pointmap/camera_info': CameraInfo,
+    'diagnostics': DiagnosticArray,
+    'people/poses': PoseArray, 'people/ids': String,
+    **{s: CompressedImage for s in COMPRESSED_OUTPUTS},
+}
+
+#: Type of each optional output; None where its package does not import.
+_OPTIONAL_TYPES: dict[str, type | None] = {DETECTIONS_OUTPUT: Detection2DArray}
+
+
+def optional_outputs(tasks: Collection[str]) -> dict[str, type]:
+    """Return the optional outputs of ``tasks`` whose package imports: suffix -> type."""
+    return {s: _OPTIONAL_TYPES[s] for s, task in OPTIONAL_OUTPUTS.items()
+            if task in tasks and _OPTIONAL_TYPES[s] is not None}
