@@ -40,18 +40,15 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from .array_msgs import image_msg
+from .optional_msgs import import_error, message_types
 from .qos import HRI_QOS
 from ..core.models.keypoint_formats import keypoint_format
 from ..core.people.body_frames import body_id
 from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
 
-try:
-    from hri_msgs.msg import IdsList, NormalizedRegionOfInterest2D, Skeleton2D
-    HRI_MSGS_ERROR: str | None = None
-except ImportError as exc:  # an optional package: the node runs without it
-    IdsList = NormalizedRegionOfInterest2D = Skeleton2D = None
-    HRI_MSGS_ERROR = f'{type(exc).__name__}: {exc}'
+IdsList, NormalizedRegionOfInterest2D, Skeleton2D = message_types('hri_msgs')
+HRI_MSGS_ERROR = import_error('hri_msgs')
 
 #: REP-155's body namespace (global).
 BODIES_NS = '/humans/bodies'

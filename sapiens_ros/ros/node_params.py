@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-import importlib
 import re
 from typing import Any
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
+from .optional_msgs import available
 from .topics import NORMAL_ENCODINGS, tasks_for
 from ..core.errors import SapiensError
 from ..core.models.input_size import parse_size, parse_task_sizes
@@ -196,15 +196,6 @@ def camera_rate_param(camera: str, task: str) -> str:
     return f"{camera.replace('/', '.')}.{node_rate_param(task)}"
 
 
-def _imports(module: str) -> bool:
-    """Tell whether an optional message package imports (``optional_msgs`` loads far more)."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
 #: Parameters that take a comma-separated list or a string array.
 _LISTS = ('tasks', 'cameras')
 
@@ -338,7 +329,7 @@ PARAMS: tuple[Param, ...] = (
     Param('keypoint_format', 'sapiens308', 'keypoints in pose/keypoints and pose/markers '
           '(derived from the 308 by name; neck = mid-shoulders)', choices=KEYPOINT_FORMATS,
           launch=True, to='message.keypoint_format'),
-    Param('publish_tf', _imports('tf2_msgs.msg'), 'body_<id> frames of tracked people on /tf '
+    Param('publish_tf', available('tf2_msgs'), 'body_<id> frames of tracked people on /tf '
           '(tf2_msgs/TFMessage, REP-155 axes, origin mid-hips) from measured depth or the metric '
           'pointmap', launch=True, to='world.publish_tf'),
     Param('tf_joints', False, 'also joint frames (head, shoulders, elbows, wrists, hips, knees, '
@@ -413,8 +404,6 @@ def checked(name: str, value: Any, loaded_tasks: tuple[str, ...] = ()) -> Any:
     if name == 'box_source' and value == 'seg' and loaded_tasks and 'seg' not in loaded_tasks:
         raise ValueError('box_source=seg needs the seg head; load seg or use box_source=full')
     if name == 'box_source' and value == 'detections':
-        from .optional_msgs import available  # the message stack: not at ros2 launch
-
         if not available('vision_msgs'):
             raise ValueError('box_source=detections needs vision_msgs (Detection2DArray): '
                              'install ros-$ROS_DISTRO-vision-msgs')

@@ -12,33 +12,59 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The optional message packages, what each one enables, and why one is off."""
+"""
+The optional message packages: whether each imports, what it enables, and why one is off.
+
+The one place that decides it. Light on purpose (only the packages' generated message
+modules are imported, on first use), so the parameter table can ask it at ``ros2 launch``.
+"""
 
 from __future__ import annotations
 
-from .hri_bodies import HRI_MSGS_ERROR
-from .tf_frames import TF2_MSGS_ERROR
-from .vision_messages import VISION_MSGS_ERROR
+import functools
+import importlib
 
-#: Package -> (its import error or None, what is published with it).
-OPTIONAL_PACKAGES: dict[str, tuple[str | None, str]] = {
-    'vision_msgs': (VISION_MSGS_ERROR,
+#: Package -> (the message types the node uses from it, what is published with it).
+OPTIONAL_PACKAGES: dict[str, tuple[tuple[str, ...], str]] = {
+    'vision_msgs': (('Detection2D', 'Detection2DArray', 'LabelInfo', 'ObjectHypothesisWithPose',
+                     'VisionClass'),
                     'pose/detections (Detection2DArray) and seg/label_info (LabelInfo)'),
-    'tf2_msgs': (TF2_MSGS_ERROR, 'body_<id> frames on /tf (publish_tf)'),
-    'hri_msgs': (HRI_MSGS_ERROR, 'REP-155 bodies under /humans/bodies (hri)'),
+    'tf2_msgs': (('TFMessage',), 'body_<id> frames on /tf (publish_tf)'),
+    'hri_msgs': (('IdsList', 'NormalizedRegionOfInterest2D', 'Skeleton2D'),
+                 'REP-155 bodies under /humans/bodies (hri)'),
 }
+
+
+@functools.cache
+def _load(package: str) -> tuple[tuple, str | None]:
+    names = OPTIONAL_PACKAGES[package][0]
+    try:
+        module = importlib.import_module(f'{package}.msg')
+        return tuple(getattr(module, name) for name in names), None
+    except (ImportError, AttributeError) as exc:  # an optional package: the node runs without
+        return (None,) * len(names), f'{type(exc).__name__}: {exc}'
+
+
+def message_types(package: str) -> tuple:
+    """Return the package's message types the node uses (in table order), or Nones."""
+    return _load(package)[0]
+
+
+def import_error(package: str) -> str | None:
+    """Return why an optional package does not import, or None when it does."""
+    return _load(package)[1]
 
 
 def available(package: str) -> bool:
     """Return whether an optional message package imports."""
-    return OPTIONAL_PACKAGES[package][0] is None
+    return import_error(package) is None
 
 
 def missing_packages() -> dict[str, str]:
     """One log line per missing package: what is not published, why, and the fix."""
-    return {name: f'not publishing {what}: {name} does not import ({error}); install '
-                  f'ros-$ROS_DISTRO-{name.replace("_", "-")} (rosdep installs it)'
-            for name, (error, what) in OPTIONAL_PACKAGES.items() if error is not None}
+    return {name: f'not publishing {what}: {name} does not import ({import_error(name)}); '
+                  f'install ros-$ROS_DISTRO-{name.replace("_", "-")} (rosdep installs it)'
+            for name, (_, what) in OPTIONAL_PACKAGES.items() if not available(name)}
 
 
-__all__ = ['OPTIONAL_PACKAGES', 'available', 'missing_packages']
+__all__ = ['OPTIONAL_PACKAGES', 'available', 'import_error', 'message_types', 'missing_packages']

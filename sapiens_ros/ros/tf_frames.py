@@ -25,15 +25,12 @@ import math
 from geometry_msgs.msg import TransformStamped
 from std_msgs.msg import Header
 
+from .optional_msgs import import_error, message_types
 from .qos import TF_QOS
 from ..core.people.body_frames import body_id, BODY_ID_PREFIX, BodyFrames
 
-try:
-    from tf2_msgs.msg import TFMessage
-    TF2_MSGS_ERROR: str | None = None
-except ImportError as exc:  # an optional package: the node runs without it
-    TFMessage = None
-    TF2_MSGS_ERROR = f'{type(exc).__name__}: {exc}'
+(TFMessage,) = message_types('tf2_msgs')
+TF2_MSGS_ERROR = import_error('tf2_msgs')
 
 #: The TF topic (absolute: body frames join the robot's one tree whatever the namespace).
 TF_TOPIC = '/tf'

@@ -24,18 +24,15 @@ from __future__ import annotations
 import numpy as np
 from std_msgs.msg import Header
 
+from .optional_msgs import import_error, message_types
 from .topics import DETECTIONS_OUTPUT, LABEL_INFO_TOPIC
 from ..core.models.metadata import seg_class_info
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing.detections import DetectorBoxes
 
-try:
-    from vision_msgs.msg import (Detection2D, Detection2DArray, LabelInfo,
-                                 ObjectHypothesisWithPose, VisionClass)
-    VISION_MSGS_ERROR: str | None = None
-except ImportError as exc:  # an optional package: the node runs without it
-    Detection2D = Detection2DArray = LabelInfo = ObjectHypothesisWithPose = VisionClass = None
-    VISION_MSGS_ERROR = f'{type(exc).__name__}: {exc}'
+(Detection2D, Detection2DArray, LabelInfo, ObjectHypothesisWithPose,
+ VisionClass) = message_types('vision_msgs')
+VISION_MSGS_ERROR = import_error('vision_msgs')
 
 #: Class id of every ``pose/detections`` result.
 PERSON_CLASS = 'person'
