@@ -23,6 +23,7 @@ from pathlib import Path
 import sys
 
 from .cli_infer import add_model_args, input_size, pipeline_from_args
+from .core.pipeline.plan import PIPELINE_BOX_SOURCES
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--video', default=None, metavar='OUT.mp4',
                    help='side-by-side overlays of the first topic (one input bag)')
     p.add_argument('--namespace', default='/sapiens', help='namespace of the output topics')
-    p.add_argument('--boxes', default='seg', choices=['seg', 'full'], help='pose person boxes')
+    p.add_argument('--boxes', default='seg', choices=PIPELINE_BOX_SOURCES,
+                   help='pose person boxes')
     p.add_argument('--flip', action='store_true', help='pose flip test')
     p.add_argument('--stride', type=int, default=2,
                    help='pointmap pixel stride (default 2, as the node)')

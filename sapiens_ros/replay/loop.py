@@ -49,7 +49,7 @@ from .progress import Progress
 from .records import error_record
 from .resume import best_partial, leftovers, PartialRun, swap_in, temp_path
 from .rosbag2 import BagError
-from .sink import describe, msgtype_of, OutputBag, OutputError, qos
+from .sink import bag_qos, describe, msgtype_of, OutputBag, OutputError
 from .source import InputBag
 from .stop import StopSignals
 from .summary import Summary
@@ -58,10 +58,12 @@ from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
 from ..ros.messages import build_messages, info_messages
+from ..ros.qos import LATCHED_QOS, output_qos
 from ..ros.render_plan import MessageOptions, render_request
 from ..ros.stamps import stamp_seconds
 from ..ros.topic_types import TOPIC_TYPES
-from ..ros.topics import COMPRESSED_OUTPUTS, INFO_TOPICS, OUTPUT_TASK, TASK_OUTPUTS, task_outputs
+from ..ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, OUTPUT_TASK, TASK_OUTPUTS, task_outputs,
+                          tasks_for)
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +127,7 @@ class Replayer:
             [s for s in candidates if s not in COMPRESSED_OUTPUTS]
         # Overlays, clouds, depth and compressed images are rendered on the pipeline's device.
         self.render = render_request(self.suffixes, options.messages)
-        self.wanted = frozenset(OUTPUT_TASK[s] for s in self.suffixes)
+        self.wanted = tasks_for(self.suffixes)
         self.scheduler = Scheduler(pipeline, foreground_only=options.messages.foreground_only)
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
@@ -192,10 +194,10 @@ class Replayer:
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
                 bag.add(output_topic(prefix, suffix), msgtype_of(TOPIC_TYPES[suffix]),
-                        qos(OUTPUT_DEPTH))
+                        bag_qos(output_qos(OUTPUT_DEPTH)))
         from diagnostic_msgs.msg import DiagnosticArray
 
-        bag.add(self.errors, msgtype_of(DiagnosticArray), qos(10))
+        bag.add(self.errors, msgtype_of(DiagnosticArray), bag_qos(output_qos(10)))
         bag.checkpoint()
         return bag
 
@@ -206,7 +208,7 @@ class Replayer:
                 topic = output_topic(prefix, suffix)
                 if topic in bag.connections:
                     continue  # carried over from the resumed bag
-                bag.add(topic, msgtype_of(String), qos(1, latched=True))
+                bag.add(topic, msgtype_of(String), bag_qos(LATCHED_QOS))
                 bag.write(topic, time_ns, serialize_message(msg))
 
     # ------------------------------------------------------------------ run

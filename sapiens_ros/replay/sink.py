@@ -51,14 +51,18 @@ def runtime_typestore():
     return typestore_of(os.environ.get('ROS_DISTRO', 'jazzy'))
 
 
-def qos(depth: int, latched: bool = False):
-    """Offered QoS the node uses: reliable keep-last; transient-local for latched topics."""
+def bag_qos(profile):
+    """
+    Return the offered QoS a recorder keeps for a publisher with rclpy ``profile``.
+
+    The node's own profiles (``ros.qos``), so a replayed output bag offers what the node does.
+    """
     from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
                                     QosReliability, QosTime)
 
-    zero = QosTime(0, 0)
-    return Qos(QosHistory.KEEP_LAST, depth, QosReliability.RELIABLE,
-               QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE,
+    zero = QosTime(0, 0)  # no deadline, lifespan or lease: as rclpy's defaults
+    return Qos(QosHistory(profile.history.value), profile.depth,
+               QosReliability(profile.reliability.value), QosDurability(profile.durability.value),
                zero, zero, QosLiveliness.AUTOMATIC, zero, False)
 
 

@@ -44,6 +44,7 @@ from ..core.models.input_size import parse_size, parse_task_sizes
 from ..core.models.keypoint_formats import KEYPOINT_FORMATS
 from ..core.models.registry import PERCEPTION_TASKS
 from ..core.pipeline.budget import check_rate, MAX_RATE_HZ
+from ..core.pipeline.plan import BOX_SOURCES
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
           float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING,
@@ -269,7 +270,7 @@ PARAMS: tuple[Param, ...] = (
     Param('box_source', 'seg', "pose person boxes: seg (the seg foreground, the tracker's "
           "boxes between seg frames), full (the whole frame) or detections (a detector's "
           'Detection2DArray on <camera>/detections, paired by stamp; seg, else full, when none '
-          'pairs)', choices=('seg', 'full', 'detections'), to='pipeline.box_source'),
+          'pairs)', choices=BOX_SOURCES, to='pipeline.box_source'),
     Param('detection_classes', 'person', 'class ids of detector boxes taken as persons, '
           'comma-separated (e.g. "person" or a COCO index "0"; empty: any class)'),
     Param('detection_min_score', 0.5, 'detector boxes scored lower are not used', low=0.0,

@@ -60,6 +60,7 @@ from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.budget import check_rate, INHERIT_RATE
 from ..core.pipeline.pipeline import Pipeline, PipelineConfig
+from ..core.pipeline.plan import pipeline_box_source
 from ..core.pipeline.scheduler import Camera, Scheduler
 
 #: The PipelineConfig fields that runtime parameters set (applied between steps).
@@ -67,13 +68,6 @@ _RUNTIME_PIPELINE_FIELDS = tuple(routed('pipeline', dict.fromkeys(PARAM_BY_NAME)
 
 #: Seconds between two looks at the colour frames waiting for their side messages.
 PAIRING_FLUSH_S = 0.02
-
-
-def pipeline_box_source(box_source: str, tasks: tuple[str, ...]) -> str:
-    """Return the pipeline's own box source: a detector's boxes fall back to seg (else full)."""
-    if box_source == 'detections':
-        return 'seg' if 'seg' in tasks else 'full'
-    return box_source
 
 
 def build_pipeline(tasks: tuple[str, ...], params: dict, progress: bool = False) -> Pipeline:
