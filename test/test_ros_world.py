@@ -77,7 +77,7 @@ def test_detector_boxes_used_exactly_and_detections_out(graph):
     for pub in (image, dets):
         graph.wait_for_subscribers(pub)
     given = [_detection(60, 80, 50, 120, score=0.8),  # x 35-85, y 20-140
-             _detection(150, 60, 40, 60, score=0.7),  # sticks out on the right: x 130-160
+             _detection(150, 60, 40, 60, score=0.7),  # sticks out: x 130-159.5 (the image's right pixel edge)
              _detection(40, 40, 20, 20, cls='car'),  # another class: filtered
              _detection(float('nan'), 40, 20, 20),  # broken: rejected, counted
              _detection(90, 90, 30, 30, score=0.2)]  # below detection_min_score
@@ -93,7 +93,7 @@ def test_detector_boxes_used_exactly_and_detections_out(graph):
     assert persons and out, _diag(node)
     cloud = cloud_array(persons[0])[0]
     boxes = np.stack([cloud[k] for k in ('x_min', 'y_min', 'x_max', 'y_max')], 1)
-    np.testing.assert_allclose(boxes, [[35, 20, 85, 140], [130, 30, 160, 90]], atol=1e-4)
+    np.testing.assert_allclose(boxes, [[35, 20, 85, 140], [130, 30, 159.5, 90]], atol=1e-4)
     np.testing.assert_allclose(cloud['score'], [0.8, 0.7], atol=1e-6)
     assert persons[0].header.stamp in sent
     assert node.stats.tasks_run == ('pose',)  # the detector's boxes: no seg forward
