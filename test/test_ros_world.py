@@ -77,7 +77,7 @@ def test_detector_boxes_used_exactly_and_detections_out(graph):
     for pub in (image, dets):
         graph.wait_for_subscribers(pub)
     given = [_detection(60, 80, 50, 120, score=0.8),  # x 35-85, y 20-140
-             _detection(150, 60, 40, 60, score=0.7),  # sticks out: x 130-159.5 (the image's right pixel edge)
+             _detection(150, 60, 40, 60, score=0.7),  # sticks out: x 130-159.5 (right edge)
              _detection(40, 40, 20, 20, cls='car'),  # another class: filtered
              _detection(float('nan'), 40, 20, 20),  # broken: rejected, counted
              _detection(90, 90, 30, 30, score=0.2)]  # below detection_min_score
