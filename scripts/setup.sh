@@ -4,7 +4,8 @@
 # With a sourced ROS 2 (ROS_DISTRO set and rclpy importable) the venv sees the system packages
 # and NO ros-* wheel is installed over them. Without one, the ROS 2 Jazzy core comes from pip, and
 # the message packages without wheels (tf2_msgs, vision_msgs, hri_msgs, message_filters) are built
-# by ../shared/ros-tools/install-msgs.sh (SAPIENS_ROS_TOOLS=DIR points elsewhere).
+# by ../shared/ros-tools/install-msgs.sh, then tf2 (tf2_ros, tf2_geometry_msgs) by install-tf2.sh
+# (SAPIENS_ROS_TOOLS=DIR points elsewhere).
 # torch: an importable torch is kept (Jetson/NVIDIA wheels); otherwise torch==2.13.0 is installed.
 # On a Jetson (L4T) the venv always sees the system Python, where NVIDIA's torch wheel and JetPack's
 # TensorRT live, and setup never installs a torch from PyPI there (docs/install.md).
@@ -91,5 +92,19 @@ elif [ -f "$msgs" ]; then
   bash "$msgs" "$VENV" || echo "setup: $msgs failed (above): TF, vision_msgs and REP-155 outputs stay off and their tests skip" >&2
 else
   echo "setup: no tf2_msgs/vision_msgs/hri_msgs (no sourced ROS, no $msgs): their outputs stay off and their tests skip" >&2
+fi
+# tf2 (tf2, tf2_py, tf2_ros, tf2_geometry_msgs): the world frame looks cameras up in a tf2 Buffer
+# and publishes frames with its broadcasters. A system ROS gets them from apt; otherwise the kit
+# builds them after the messages (about 15 CPU-seconds once; nothing when they import).
+tf2=$kit/install-tf2.sh
+tf2_import='import tf2_ros, tf2_geometry_msgs'
+if [ "$system_ros" = 1 ]; then
+  if ! "$VENV/bin/python" -c "$tf2_import" 2>/dev/null; then
+    echo "setup: your ROS lacks tf2_ros (the world frame stays off): apt install ros-$ROS_DISTRO-tf2-ros-py ros-$ROS_DISTRO-tf2-geometry-msgs" >&2
+  fi
+elif [ -f "$tf2" ] && "$VENV/bin/python" -c 'import tf2_msgs.msg' 2>/dev/null; then
+  bash "$tf2" "$VENV" || echo "setup: $tf2 failed (above): the world frame stays off and its tests skip" >&2
+else
+  echo "setup: no tf2_ros (no sourced ROS, no $tf2 or no tf2_msgs): the world frame stays off and its tests skip" >&2
 fi
 echo "setup: ready ($("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'))"

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 def _kit(tmp_path: Path) -> tuple[Path, Path]:
     kit, log = tmp_path / 'kit', tmp_path / 'calls.log'
     kit.mkdir()
-    for name in ('install.sh', 'install-msgs.sh'):
+    for name in ('install.sh', 'install-msgs.sh', 'install-tf2.sh'):
         (kit / name).write_text(f'echo "{name} $*" >> {log}\n')
     return kit, log
 
@@ -55,11 +55,13 @@ def _setup(kit: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
     return run, pip_log.read_text()
 
 
-def test_without_ros_setup_builds_the_message_packages_with_the_kit(tmp_path):
+def test_without_ros_setup_builds_the_message_packages_and_tf2_with_the_kit(tmp_path):
     kit, log = _kit(tmp_path)
     run, pip_log = _setup(kit)
     assert log.is_file(), run.stdout + run.stderr
-    assert f'install-msgs.sh {VENV}' in log.read_text().splitlines(), log.read_text()
+    calls = log.read_text().splitlines()
+    assert f'install-msgs.sh {VENV}' in calls and f'install-tf2.sh {VENV}' in calls, calls
+    assert calls.index(f'install-msgs.sh {VENV}') < calls.index(f'install-tf2.sh {VENV}')
     assert 'ros-jazzy-rclpy' in pip_log  # the ROS core as wheels
     assert 'setup: ready' in run.stdout
 
