@@ -67,7 +67,7 @@ def test_conventions_optical_frame_and_pixel_centres():
 
 
 @pytest.mark.parametrize('baseline', [15, 30, 60, 90])
-@pytest.mark.parametrize('refine', [0, 2])
+@pytest.mark.parametrize('refine', [0, 1, 3])
 def test_exact_without_noise(baseline, refine):
     projections = rig([-baseline / 2, baseline / 2])
     xyz = skeleton()
@@ -109,10 +109,10 @@ def test_more_views_are_better_and_refining_pays_with_unequal_ranges():
     assert rms_cm(rig([-30, 30, 90, 150]), 1.0) < 0.7 * two  # 0.56
     # Equal ranges: the DLT's algebraic error is the reprojection error up to one factor, so
     # refining changes nothing; cameras at 2..8 m weigh the far views too much in the DLT.
-    assert rms_cm(rig([-30, 30]), 1.0, refine_iterations=2) \
+    assert rms_cm(rig([-30, 30]), 1.0, refine_iterations=1) \
         <= 1.01 * rms_cm(rig([-30, 30]), 1.0, refine_iterations=0)
     unequal = rig([-60, -20, 20, 60], [2.0, 3.0, 5.0, 8.0])
-    assert rms_cm(unequal, 1.0, refine_iterations=2) \
+    assert rms_cm(unequal, 1.0, refine_iterations=1) \
         < 0.85 * rms_cm(unequal, 1.0, refine_iterations=0)
 
 
@@ -121,18 +121,23 @@ def test_low_score_and_missing_views_are_left_out():
     xyz = skeleton()
     pixels = project_points(projections, xyz)
     noisy = pixels + np.random.default_rng(2).normal(0.0, 1.0, pixels.shape)
-    two = triangulate(noisy[:2], np.ones((2, JOINTS)), projections[:2])
     corrupted = noisy.copy()
     corrupted[2] += 80.0  # the third view is wrong...
     scores = np.ones((3, JOINTS))
     scores[2, ::2] = 0.1  # ...but below min_score for the even joints
     scores[2, 1::2] = np.nan  # and unscored for the odd ones
-    result = triangulate(corrupted, scores, projections)
-    np.testing.assert_allclose(result.xyz, two.xyz, atol=1e-9)
-    np.testing.assert_array_equal(result.valid, two.valid)
-    corrupted[2] = np.nan  # a view without keypoints
-    np.testing.assert_allclose(triangulate(corrupted, np.ones((3, JOINTS)), projections).xyz,
-                               two.xyz, atol=1e-9)
+    missing = noisy.copy()
+    missing[2] = np.nan  # a view without keypoints
+    # The DLT is the same in any world frame, so the third camera's share in the normalisation
+    # changes nothing; one refining step stops within a micron of the optimum.
+    for refine, atol in ((0, 1e-9), (1, 1e-6)):
+        two = triangulate(noisy[:2], np.ones((2, JOINTS)), projections[:2],
+                          refine_iterations=refine)
+        assert two.valid.all()
+        for pixels, weights in ((corrupted, scores), (missing, np.ones((3, JOINTS)))):
+            result = triangulate(pixels, weights, projections, refine_iterations=refine)
+            assert result.valid.all()
+            np.testing.assert_allclose(result.xyz, two.xyz, rtol=0, atol=atol)
 
 
 def test_joints_seen_by_one_view_are_invalid():
@@ -192,7 +197,13 @@ def test_shapes():
     projections = rig([-30, 30])
     empty = triangulate(np.zeros((2, 0, 2)), np.zeros((2, 0)), projections)
     assert empty.xyz.shape == (0, 3) and empty.valid.shape == (0,) and empty.error_px.shape == (0,)
+    pixels = project_points(projections, skeleton())
+    for views in (0, 1):
+        alone = triangulate(pixels[:views], np.ones((views, JOINTS)), projections[:views])
+        assert alone.xyz.shape == (JOINTS, 3) and not alone.valid.any()
     with pytest.raises(ValueError, match='points'):
         triangulate(np.zeros((2, 5, 3)), np.zeros((2, 5)), projections)
     with pytest.raises(ValueError, match='projections'):
         triangulate(np.zeros((3, 5, 2)), np.zeros((3, 5)), projections)
+    with pytest.raises(ValueError, match='scores'):
+        triangulate(np.zeros((2, 5, 2)), np.zeros(10), projections)
