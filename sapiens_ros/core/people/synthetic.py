@@ -235,7 +235,7 @@ class Identity:
         self.per_walker.setdefault(walker_name, []).append(person)
 
     def switches(self) -> int:
-        """Times a walker's body went to a person other than the one before."""
+        """Count the times a walker's body went to another person than the one before."""
         return sum(sum(a != b for a, b in itertools.pairwise(ids))
                    for ids in self.per_walker.values())
 
@@ -244,7 +244,7 @@ class Identity:
         return {w: set(ids) for w, ids in self.per_walker.items()}
 
     def shared(self) -> int:
-        """Person ids given to more than one walker."""
+        """Count the person ids given to more than one walker."""
         owners: dict[str, set[str]] = {}
         for w, ids in self.per_walker.items():
             for p in ids:
@@ -259,7 +259,7 @@ def run(scene: Scene, frames: list[SimFrame], fusion) -> Identity:
         fused = fusion.update(frame.camera, frame.stamp, frame.camera_to_world, frame.bodies)
         if fused.status != 'fused':
             continue
-        where = {p.id: p.position for p in fusion.persons(frame.stamp)}
+        where = {p.person_id: p.position for p in fusion.persons(frame.stamp)}
         for name, person in zip(frame.truth, fused.person_ids, strict=True):
             if person:
                 result.add(name, person)
@@ -273,7 +273,7 @@ def run(scene: Scene, frames: list[SimFrame], fusion) -> Identity:
 
 def corridor_scene() -> Scene:
     """
-    A 10 x 4 m corridor, three depth cameras, four people, 12 s (the fusion's test scene).
+    Build a 10 x 4 m corridor, three depth cameras, four people, 12 s (the fusion's test).
 
     Cameras ``a`` and ``b`` on the wall y = 0, ``c`` facing ``b`` from y = 4 (its transform
     only from 1 s on); their rates and phases differ. ``handover`` walks from ``a``'s view to

@@ -156,7 +156,7 @@ class BodyLink:
 class WorldPerson:
     """A person in the world frame, predicted to ``stamp``."""
 
-    id: str  # ROS4HRI five letters
+    person_id: str  # ROS4HRI five letters
     stamp: float
     position: np.ndarray  # (3,) m
     velocity: np.ndarray  # (3,) m/s
@@ -266,8 +266,9 @@ class WorldFusion:
                                      np.asarray(camera_to_world, float))
         appearance = self._appearances(obs)
 
-        persons, matched, cost_d2, cos = self._associate(camera, stamp, obs, z, R, appearance)
-        self._update_matched(persons, matched, stamp, z, R, appearance)
+        persons, matched, cost_d2, cos, predicted = self._associate(camera, stamp, obs, z, R,
+                                                                    appearance)
+        self._update_matched(persons, matched, predicted, stamp, z, R, appearance)
         confidence = gammaincc(1.5, cost_d2 / 2.0)  # chi-square 3 dof tail: 1 at d2 = 0
         has_cos = np.isfinite(cos)
         confidence[has_cos] *= np.clip((1.0 + cos[has_cos]) / 2.0, 0.0, 1.0)
@@ -333,12 +334,17 @@ class WorldFusion:
 
     def _associate(self, camera: str, stamp: float, obs: list[BodyObservation], z: np.ndarray,
                    R: np.ndarray, appearance: np.ndarray | None):
-        """Gate and assign; return matched (persons, bodies, d2, cosine) (cosine NaN: none)."""
+        """
+        Gate and assign.
+
+        Return the matched persons, bodies, d2 and cosine (NaN: no appearance), and every
+        person's state and covariance predicted to ``stamp``.
+        """
         cfg = self.config
         n, m = len(self), len(obs)
         empty = np.zeros(0, int)
         if n == 0 or m == 0:
-            return empty, empty, np.zeros(0), np.zeros(0)
+            return empty, empty, np.zeros(0), np.zeros(0), None
         x, P = _predict(self._x, self._P, stamp - self._t, self._q)
         innov = z[None, :, :] - x[:, None, :3]  # (N, M, 3)
         S = P[:, None, :3, :3] + R[None]  # (N, M, 3, 3)
@@ -362,7 +368,7 @@ class WorldFusion:
         rows, cols = linear_sum_assignment(cost)
         keep = feasible[rows, cols]
         rows, cols = rows[keep], cols[keep]
-        return rows, cols, d2[rows, cols], cos[rows, cols]
+        return rows, cols, d2[rows, cols], cos[rows, cols], (x, P)
 
     def _unexplained(self, camera: str, stamp: float, obs: list[BodyObservation],
                      matched: np.ndarray) -> np.ndarray:
@@ -377,7 +383,8 @@ class WorldFusion:
         for j in matched:
             self._outlier_since.pop((camera, obs[j].body_id), None)
         start = []
-        for j in np.setdiff1d(np.arange(len(obs)), matched):
+        done = set(matched.tolist())
+        for j in (j for j in range(len(obs)) if j not in done):
             key = (camera, obs[j].body_id)
             if self._links.get(key) in live:
                 since = self._outlier_since.setdefault(key, stamp)
@@ -388,17 +395,17 @@ class WorldFusion:
             start.append(j)
         return np.array(start, int)
 
-    def _update_matched(self, persons: np.ndarray, bodies: np.ndarray, stamp: float,
+    def _update_matched(self, persons: np.ndarray, bodies: np.ndarray,
+                        predicted: tuple[np.ndarray, np.ndarray] | None, stamp: float,
                         z: np.ndarray, R: np.ndarray, appearance: np.ndarray | None) -> None:
         """Kalman update of the matched persons at ``stamp``; their stamps never go back."""
-        if len(persons) == 0:
+        if len(persons) == 0 or predicted is None:
             return
-        q = self._q
         t_before = self._t[persons]
-        x, P = _predict(self._x[persons], self._P[persons], stamp - t_before, q)
-        x, P = _correct(x, P, z[bodies], R[bodies])
+        x, P = _correct(predicted[0][persons], predicted[1][persons], z[bodies], R[bodies])
         back = np.maximum(t_before - stamp, 0.0)  # an older frame: predict forward again
-        x, P = _predict(x, P, back, q)
+        if back.any():
+            x, P = _predict(x, P, back, self._q)
         self._x[persons], self._P[persons] = x, P
         self._t[persons] = np.maximum(t_before, stamp)
         self._seen[persons] = np.maximum(self._seen[persons], stamp)
@@ -454,8 +461,8 @@ class WorldFusion:
         if len(self) < 2:
             self._close_since = {}
             return
-        x, _ = _predict(self._x, self._P, stamp - self._t, self._q)
-        dist = np.linalg.norm(x[:, None, :3] - x[None, :, :3], axis=2)
+        x = self._x[:, :3] + self._x[:, 3:] * (stamp - self._t)[:, None]
+        dist = np.linalg.norm(x[:, None] - x[None], axis=2)
         seen = self._seen >= stamp - cfg.merge_seen
         near = (dist < cfg.merge_distance) & seen[:, None] & seen[None, :]
         older, younger = np.nonzero(np.triu(near, 1))
@@ -547,15 +554,16 @@ def _predict(x: np.ndarray, P: np.ndarray, dt: np.ndarray,
     dt = np.broadcast_to(np.asarray(dt, float), (x.shape[0],))
     x = x.copy()
     x[:, :3] += x[:, 3:] * dt[:, None]
-    F = np.broadcast_to(np.eye(6), P.shape).copy()
-    F[:, 0, 3] = F[:, 1, 4] = F[:, 2, 5] = dt
-    a = np.abs(dt)  # white-noise acceleration: the detour's noise is added either way
-    Q = np.zeros_like(P)
+    d = dt[:, None, None]
+    a = np.abs(d)  # white-noise acceleration: the detour's noise is added either way
     q = np.diag(q)
-    Q[:, :3, :3] = (a ** 3 / 3.0)[:, None, None] * q
-    Q[:, :3, 3:] = Q[:, 3:, :3] = (a ** 2 / 2.0)[:, None, None] * q
-    Q[:, 3:, 3:] = a[:, None, None] * q
-    return x, F @ P @ F.transpose(0, 2, 1) + Q
+    pp, pv, vp, vv = P[:, :3, :3], P[:, :3, 3:], P[:, 3:, :3], P[:, 3:, 3:]
+    out = np.empty_like(P)  # F P F^T + Q by blocks, F = [[I, dt I], [0, I]]
+    out[:, :3, :3] = pp + d * (pv + vp) + d * d * vv + a ** 3 / 3.0 * q
+    out[:, :3, 3:] = pv + d * vv + a ** 2 / 2.0 * q
+    out[:, 3:, :3] = vp + d * vv + a ** 2 / 2.0 * q
+    out[:, 3:, 3:] = vv + a * q
+    return x, out
 
 
 def _correct(x: np.ndarray, P: np.ndarray, z: np.ndarray,
