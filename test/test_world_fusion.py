@@ -198,5 +198,6 @@ def test_bad_bodies_are_counted_or_refused():
     with pytest.raises(ValueError, match='source'):
         fusion.update('a', 0.2, CAMERA, [BodyObservation('z', np.array([0.0, 0.0, 2.0]),
                                                          'stereo')])
+    assert fusion.counters['frames_fused'] == 1  # refused frames changed nothing
     fusion.reset()
     assert len(fusion) == 0 and fusion.newest is None and fusion.counters['bodies_invalid'] == 2

@@ -254,17 +254,19 @@ class WorldFusion:
             self.counters['out_of_step'] += 1
             frame.status = 'out_of_step'
             return frame
-        self.counters['frames_fused'] += 1
-        self.newest = stamp if self.newest is None else max(self.newest, stamp)
-
+        unknown = {b.source for b in bodies} - set(SOURCES)
+        if unknown:
+            raise ValueError(f'unknown body source {unknown.pop()!r}, expected one of {SOURCES}')
         positions = np.array([b.position for b in bodies], float).reshape(count, 3)
         valid = np.isfinite(positions).all(1) & (positions[:, 2] > 0)
-        self.counters['bodies_invalid'] += int(count - valid.sum())
         rows = np.flatnonzero(valid)
         obs = [bodies[i] for i in rows]
+        appearance = self._appearances(obs)  # raises before anything changed
+        self.counters['frames_fused'] += 1
+        self.counters['bodies_invalid'] += int(count - valid.sum())
+        self.newest = stamp if self.newest is None else max(self.newest, stamp)
         z, R, sigma = self._to_world(positions[rows], [b.source for b in obs],
                                      np.asarray(camera_to_world, float))
-        appearance = self._appearances(obs)
 
         persons, matched, cost_d2, cos, predicted = self._associate(camera, stamp, obs, z, R,
                                                                     appearance)
@@ -303,9 +305,6 @@ class WorldFusion:
             mask = np.array([s == name for s in sources], bool)
             if mask.any():
                 rng[mask], lat[mask] = getattr(cfg, name).sigmas(positions[mask, 2])
-        unknown = [s for s in sources if s not in SOURCES]
-        if unknown:
-            raise ValueError(f'unknown body source {unknown[0]!r}, expected one of {SOURCES}')
         lat2 = lat ** 2 + cfg.body_sigma ** 2
         rng2 = rng ** 2 + cfg.body_sigma ** 2
         cov = (lat2[:, None, None] * np.eye(3)
@@ -319,10 +318,10 @@ class WorldFusion:
         given = [b.appearance for b in obs]
         if all(a is None for a in given):
             return None
-        dim = next(np.asarray(a).size for a in given if a is not None)
-        if self._app is not None and self._app.shape[1] != dim:
-            raise ValueError(f'appearance has {dim} values, the persons have '
-                             f'{self._app.shape[1]}')
+        dims = {np.asarray(a).size for a in given if a is not None}
+        dim = self._app.shape[1] if self._app is not None else min(dims)
+        if dims != {dim}:
+            raise ValueError(f'appearance vectors of {sorted(dims)} values, expected {dim}')
         out = np.zeros((len(obs), dim))
         for j, a in enumerate(given):
             if a is not None:
