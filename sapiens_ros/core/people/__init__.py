@@ -12,4 +12,4 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""People, not frames: tracking, smoothing, metric depth and body frames per camera."""
+"""People, not frames: per-camera tracking, smoothing, depth and body frames; world fusion."""
