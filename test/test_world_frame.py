@@ -65,7 +65,7 @@ def test_a_camera_is_looked_up_at_its_frame_stamp(graph):
     start, end = _pose([0, 0, 0], Rotation.identity()), _pose([1, 0, 0], turn)
     camera = _pose(CAMERA_AT, CAMERA_IN_BASE)
     assert graph.wait(lambda: moving.pub_tf.get_subscription_count() > 0)
-    for attempt in range(50):  # /tf is volatile: send until the listener has both
+    for _ in range(50):  # /tf is volatile: send until the listener has both
         moving.sendTransform([_stamped('odom', 'base_link', 10, [0, 0, 0], Rotation.identity()),
                               _stamped('odom', 'base_link', 12, [1, 0, 0], turn)])
         if graph.wait(lambda: world.buffer.can_transform('odom', 'cam_optical',

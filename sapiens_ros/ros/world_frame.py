@@ -102,7 +102,7 @@ class WorldFrame:
             more = f' ({suppressed} more)' if suppressed else ''
             self.node.get_logger().warning(
                 f'no transform {frame_id!r} -> {self.world_frame!r} ({kind}): {why}; that '
-                f'camera\'s people stay out of the world for this frame{more}')
+                f"camera's people stay out of the world for this frame{more}")
         return None
 
     def close(self) -> None:
