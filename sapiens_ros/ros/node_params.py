@@ -18,7 +18,7 @@ The perception node's parameters: one table, and everything derived from it.
 Each row (:class:`Param`) says a parameter's name, type (its default's), default, description,
 range or choices, when a change applies, whether ``perception.launch.py`` has an argument for
 it (``launch``) and which option field it sets (``to``: ``message`` is
-:class:`~sapiens_ros.ros.messages.MessageOptions`, ``pipeline``
+:class:`~sapiens_ros.ros.render_plan.MessageOptions`, ``pipeline``
 :class:`~sapiens_ros.core.pipeline.pipeline.PipelineConfig`, ``world``
 :class:`~sapiens_ros.ros.people_world.WorldOptions`, ``people``
 :class:`~sapiens_ros.core.people.state.PeopleConfig`). The node declares the rows, checks and
