@@ -54,7 +54,6 @@ from .topics import TASK_OUTPUTS
 from .worker import StepSettings, StepWorker
 from ..backends.factory import load_pipeline
 from ..core.errors import InputSizeError, SapiensError
-from ..core.models.input_size import format_size
 from ..core.models.registry import parse_tasks, PERCEPTION_TASKS
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
@@ -343,7 +342,7 @@ class PerceptionNode(LifecycleNode):
                 self.world = PeopleWorld(self, self._world_options)
             self._rates_changed = False
             self._log_forwarder.attach()
-            sizes = ', '.join(f'{t} {format_size(self.pipeline.config.size_of(t))}'
+            sizes = ', '.join(f'{t} {self.pipeline.config.size_of(t)}'
                               for t in self.pipeline.tasks)
             served = f' for cameras {", ".join(names)}' if names != ('',) else ''
             self.get_logger().info(
@@ -489,7 +488,7 @@ class PerceptionNode(LifecycleNode):
             for t, r in self.pipeline.runners.items():
                 values[f'model.{t}'] = r.model_id
                 values[f'runner.{t}'] = getattr(r, 'name', type(r).__name__)
-                values[f'input_size.{t}'] = format_size(self.pipeline.config.size_of(t))
+                values[f'input_size.{t}'] = str(self.pipeline.config.size_of(t))
             values.update(_device_memory(self.pipeline.device))
         values.update(self.batches.values())
         return values

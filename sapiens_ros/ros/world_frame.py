@@ -30,6 +30,7 @@ from collections import Counter
 import numpy as np
 from rclpy.duration import Duration
 from rclpy.time import Time
+from scipy.spatial.transform import Rotation
 
 from .runtime import Throttle
 
@@ -48,12 +49,9 @@ CACHE_S = 10.0
 
 
 def transform_matrix(translation, rotation) -> np.ndarray:
-    """Return the 4x4 of a ``geometry_msgs/Transform`` (translation, x/y/z/w unit quaternion)."""
-    x, y, z, w = rotation.x, rotation.y, rotation.z, rotation.w
+    """Return the 4x4 of a ``geometry_msgs/Transform`` (translation, x/y/z/w quaternion)."""
     out = np.eye(4)
-    out[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                   [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                   [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+    out[:3, :3] = Rotation.from_quat([rotation.x, rotation.y, rotation.z, rotation.w]).as_matrix()
     out[:3, 3] = translation.x, translation.y, translation.z
     return out
 

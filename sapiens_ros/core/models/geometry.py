@@ -16,7 +16,7 @@
 Input geometry of a Sapiens2 config: its patch grid and the pointmap scale head's feature grid.
 
 Facts about a config only (no torch, no loading), so the input-size rules
-(:mod:`.input_size`) and the loader (:mod:`.loading`) both build on them.
+(:mod:`.input_size`) need nothing of the loader.
 """
 
 from __future__ import annotations

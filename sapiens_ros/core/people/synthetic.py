@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 
+from .triangulate import look_at
 from .world import BodyObservation, WorldConfig
 
 
@@ -57,20 +58,6 @@ class Walker:
 def walker(name: str, *points: tuple[float, float, float], z: float = 1.2) -> Walker:
     """Build a :class:`Walker` from ``(t, x, y)`` points."""
     return Walker(name, np.array(points, float), z)
-
-
-def look_at(eye: tuple[float, float, float], target: tuple[float, float, float]) -> np.ndarray:
-    """Return the 4x4 camera (optical frame) -> world transform of a camera at ``eye``."""
-    eye_v, target_v = np.asarray(eye, float), np.asarray(target, float)
-    forward = target_v - eye_v
-    forward /= np.linalg.norm(forward)
-    right = np.cross(forward, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right)
-    down = np.cross(forward, right)
-    T = np.eye(4)
-    T[:3, :3] = np.stack([right, down, forward], axis=1)
-    T[:3, 3] = eye_v
-    return T
 
 
 def intrinsics(width: int, height: int, hfov_deg: float) -> np.ndarray:

@@ -188,7 +188,7 @@ class WorldFusion:
     Persons in the world from the bodies of every camera; ``update`` once per camera frame.
 
     ``ids``: the person id source (give one shared with other id spaces of the run, or leave
-    it None for a seeded own one).
+    it None for its own).
     """
 
     def __init__(self, config: WorldConfig | None = None,
@@ -212,7 +212,6 @@ class WorldFusion:
         self._app: np.ndarray | None = None  # (N, D) unit vectors, zero rows = none yet
         self._links: dict[tuple[str, str], str] = {}  # (camera, body id) -> person id
         self._views: dict[str, tuple[float, dict[str, BodyLink]]] = {}  # per camera: person
-        self._renamed: dict[str, str] = {}  # merged person -> the one it merged into
         self._outlier_since: dict[tuple[str, str], float] = {}  # body outside its gate since
         self.newest: float | None = None
 
@@ -284,9 +283,9 @@ class WorldFusion:
         for j, name in zip(new_rows, created, strict=True):
             names[j], conf[j] = name, 1.0
         self._remember(camera, stamp, obs, names, conf, sigma)
-        self._merge_duplicates(stamp, set(names) - {''})
+        renamed = self._merge_duplicates(stamp, set(names) - {''})
         for j, i in enumerate(rows):
-            frame.person_ids[i], frame.confidences[i] = self._merged(names[j]), conf[j]
+            frame.person_ids[i], frame.confidences[i] = _merged(names[j], renamed), conf[j]
         frame.created = [name for name in created if name in self._names]
         self.counters['bodies_fused'] += len(obs)
         self._drop_lost()
@@ -454,12 +453,17 @@ class WorldFusion:
         if view is None or stamp >= view[0]:
             self._views[camera] = (stamp, links)
 
-    def _merge_duplicates(self, stamp: float, seen_now: set[str]) -> None:
-        """Merge persons that stayed together without two bodies of one frame telling apart."""
+    def _merge_duplicates(self, stamp: float, seen_now: set[str]) -> dict[str, str]:
+        """
+        Merge persons that stayed together without two bodies of one frame telling apart.
+
+        Returns the merges made: ended person -> the person it merged into.
+        """
         cfg = self.config
+        renamed: dict[str, str] = {}
         if len(self) < 2:
             self._close_since = {}
-            return
+            return renamed
         x = self._x[:, :3] + self._x[:, 3:] * (stamp - self._t)[:, None]
         dist = np.linalg.norm(x[:, None] - x[None], axis=2)
         seen = self._seen >= stamp - cfg.merge_seen
@@ -475,6 +479,8 @@ class WorldFusion:
         for (keep, gone), since in sorted(close.items(), key=lambda item: item[1]):
             if stamp - since >= cfg.merge_time and keep in self._names and gone in self._names:
                 self._merge(keep, gone)
+                renamed[gone] = keep
+        return renamed
 
     def _merge(self, keep: str, gone: str) -> None:
         """End person ``gone``: its bodies now see ``keep`` (created before it)."""
@@ -486,16 +492,9 @@ class WorldFusion:
             link = links.pop(gone, None)
             if link is not None and keep not in links:
                 links[keep] = link
-        self._renamed[gone] = keep
         self._remove(np.arange(len(self)) == j)
         self._close_since = {pair: t for pair, t in self._close_since.items() if gone not in pair}
         self.counters['persons_merged'] += 1
-
-    def _merged(self, name: str) -> str:
-        """Return the person ``name`` is now (itself, or the one it merged into)."""
-        while name in self._renamed:
-            name = self._renamed[name]
-        return name
 
     def _drop_lost(self) -> None:
         """Forget persons unseen for ``max_unseen`` (tentative ones sooner)."""
@@ -575,3 +574,10 @@ def _correct(x: np.ndarray, P: np.ndarray, z: np.ndarray,
     I_KH[:, :, :3] -= gain
     P = I_KH @ P @ I_KH.transpose(0, 2, 1) + gain @ R @ gain.transpose(0, 2, 1)  # Joseph
     return x, 0.5 * (P + P.transpose(0, 2, 1))
+
+
+def _merged(name: str, renamed: dict[str, str]) -> str:
+    """Return the person ``name`` is now: itself, or the one it merged into (chains followed)."""
+    while name in renamed:
+        name = renamed[name]
+    return name

@@ -29,6 +29,7 @@ from .device_results import DevicePointmap, DevicePose, DeviceResults
 from .plan import load_tasks, PIPELINE_BOX_SOURCES, plan_tasks, RUN_ORDER, TaskPlan
 from .timing import StageTimer
 from ..errors import SapiensError
+from ..models.input_size import Size
 from ..models.loading import parse_device
 from ..models.metadata import keypoint_info
 from ..models.runners import Runner
@@ -59,9 +60,9 @@ class PipelineConfig:
     foreground_only: bool = True  # keep only seg-foreground points when seg runs
     render: R.RenderRequest | None = None  # what calls without ``render=`` render on the device
 
-    def size_of(self, task: str) -> tuple[int, int]:
+    def size_of(self, task: str) -> Size:
         """Return the ``(height, width)`` input of ``task`` (pose: its crop size)."""
-        return tuple(self.input_sizes.get(task, self.input_size))
+        return Size.of(self.input_sizes.get(task, self.input_size))
 
     def required_tasks(self, tasks: Sequence[str]) -> tuple[str, ...]:
         """Return ``tasks`` plus seg when pose takes its person boxes from the seg foreground."""
