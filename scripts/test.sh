@@ -15,9 +15,20 @@ parallel=()
 if [ "$workers" != 0 ] && "$py" -c 'import xdist' 2>/dev/null; then
   parallel=(-n "$workers" --dist loadfile)
 fi
+# Fast DDS keeps shared-memory segments in /dev/shm (64 MiB each with the shipped profile); the
+# stop tests kill processes on purpose, and a killed process leaves its segments behind. Clean
+# the segments whose owners are gone, before and after the run (never those in use), so that
+# repeated runs do not fill the machine's memory.
+shm_clean() {
+  local tool
+  tool=$(PATH=$root/.venv/bin:$PATH command -v fastdds) && "$tool" shm clean > /dev/null 2>&1 || true
+}
+shm_clean
+trap shm_clean EXIT
 if ! "$py" -c 'import colcon_core' 2>/dev/null; then
   echo "test: colcon not found: plain pytest (launch tests skip)" >&2
-  exec "$py" -m pytest test -q -p no:cacheprovider ${parallel[@]+"${parallel[@]}"} "$@"
+  "$py" -m pytest test -q -p no:cacheprovider ${parallel[@]+"${parallel[@]}"} "$@"
+  exit
 fi
 ws=$root/build/colcon_ws
 rm -rf "$ws"
