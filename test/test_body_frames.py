@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from sapiens_ros.core.models.metadata import keypoint_info
 from sapiens_ros.core.people.body_frames import body_frames, body_id, JOINT_KEYPOINTS
+from sapiens_ros.core.people.hri_ids import is_hri_id, TrackNames
 from sapiens_ros.core.people.state import People, PeopleState
 from sapiens_ros.core.people.tracking import IdAllocator
 from sapiens_ros.core.pipeline.pipeline import FrameResult
@@ -138,13 +139,22 @@ def test_body_ids_and_frames_are_unique_across_cameras_sharing_ids():
                                           depth=depth_mm, K=K, depth_encoding='16UC1'))
         names += [body_id(t) for t in frames.ids]
     assert len(names) == 6 and len(set(names)) == 6
-    assert all(n[0].isalpha() for n in names)  # a ROS name token cannot start with a digit
+    assert all(is_hri_id(n) for n in names)  # ROS4HRI: five lowercase letters
+
+
+def test_body_ids_are_five_letters_unique_and_stable():
+    names = TrackNames(seed=3)
+    ids = [names(t) for t in range(20000)]
+    assert all(is_hri_id(n) for n in ids) and len(set(ids)) == len(ids)
+    assert names(12) == names(12) == TrackNames(seed=3)(12) != TrackNames(seed=4)(12)
+    with pytest.raises(ValueError, match='outside'):
+        names(-1)
 
 
 def test_body_frames_on_tf_over_dds(graph):
     tf2 = pytest.importorskip('tf2_msgs.msg')
     from ros_graph import qos
-    from sapiens_ros.ros.tf_frames import body_tf_message, TF_QOS, TF_TOPIC
+    from sapiens_ros.ros.tf_frames import body_transforms, TF_QOS, TF_TOPIC
     from std_msgs.msg import Header
 
     received = graph.collect(tf2.TFMessage, TF_TOPIC, qos(depth=100))
@@ -154,18 +164,19 @@ def test_body_frames_on_tf_over_dds(graph):
     header.stamp.sec, header.stamp.nanosec = 42, 7
     rotation = FACING * Rotation.from_euler('z', 30, degrees=True)
     frames = body_frames(people_at(rotation, [0.3, 0.2, 2.5], ids=(7, 12)), joints=True)
-    pub.publish(body_tf_message(header, frames))
+    pub.publish(tf2.TFMessage(transforms=body_transforms(header, frames)))
     assert graph.wait(lambda: received)
     by_child = {t.child_frame_id: t for t in received[0].transforms}
-    assert set(by_child) == {f'{j}_{b}' for b in ('b7', 'b12') for j in JOINT_KEYPOINTS} | \
-        {'body_b7', 'body_b12'}
-    body = by_child['body_b12']
+    b7, b12 = body_id(7), body_id(12)
+    assert set(by_child) == {f'{j}_{b}' for b in (b7, b12) for j in JOINT_KEYPOINTS} | \
+        {f'body_{b7}', f'body_{b12}'}
+    body = by_child[f'body_{b12}']
     assert body.header.frame_id == 'front_camera_optical_frame'
     assert (body.header.stamp.sec, body.header.stamp.nanosec) == (42, 7)
     t, r = body.transform.translation, body.transform.rotation
     np.testing.assert_allclose([t.x, t.y, t.z], [0.3, 0.2, 2.5], atol=1e-5)
     assert (Rotation.from_quat([r.x, r.y, r.z, r.w]).inv() * rotation).magnitude() < 1e-4
-    wrist = by_child['l_wrist_b12']
-    assert wrist.header.frame_id == 'body_b12' and wrist.transform.rotation.w == 1.0
+    wrist = by_child[f'l_wrist_{b12}']
+    assert wrist.header.frame_id == f'body_{b12}' and wrist.transform.rotation.w == 1.0
     np.testing.assert_allclose([wrist.transform.translation.x, wrist.transform.translation.y,
                                 wrist.transform.translation.z], BODY['left_wrist'], atol=1e-5)

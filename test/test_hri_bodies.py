@@ -25,6 +25,7 @@ import rclpy  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from ros_graph import switching_threads_often  # noqa: E402
 from sapiens_ros.core.models.keypoint_formats import keypoint_format  # noqa: E402
+from sapiens_ros.core.people.body_frames import body_id  # noqa: E402
 from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.core.people.tracking import IdAllocator  # noqa: E402
 from sapiens_ros.ros.hri_bodies import BODIES_NS, HriBodies  # noqa: E402
@@ -32,6 +33,7 @@ from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 from test_body_frames import frame_facing_camera, NAMES, SIZE  # noqa: E402
 
+B1, B2, B3, B4 = (body_id(t) for t in range(1, 5))  # tracks 1..4
 IMAGE = np.random.default_rng(0).integers(0, 255, SIZE + (3,), np.uint8)
 
 
@@ -58,23 +60,23 @@ def test_bodies_appear_publish_and_stop_with_their_track(graph):
     node = graph.add(rclpy.create_node('hri_bodies', context=graph.context))
     bodies = HriBodies(node)
     tracked = graph.collect(hri.IdsList, f'{BODIES_NS}/tracked')
-    skel = graph.collect(hri.Skeleton2D, f'{BODIES_NS}/b2/skeleton2d')
-    roi = graph.collect(hri.NormalizedRegionOfInterest2D, f'{BODIES_NS}/b2/roi')
-    crop = graph.collect(Image, f'{BODIES_NS}/b2/cropped')
+    skel = graph.collect(hri.Skeleton2D, f'{BODIES_NS}/{B2}/skeleton2d')
+    roi = graph.collect(hri.NormalizedRegionOfInterest2D, f'{BODIES_NS}/{B2}/roi')
+    crop = graph.collect(Image, f'{BODIES_NS}/{B2}/cropped')
     state = PeopleState()
     both, left_only = frame_facing_camera([-0.4, 0.5]), frame_facing_camera([-0.4])
     t = 1.0
     people = state.update(both, t)
     assert people.ids.tolist() == [1, 2]
     bodies.update('front', _header(t), both, people, IMAGE)
-    assert bodies.bodies == ['b1', 'b2']
-    for name in ('b1', 'b2'):
+    assert bodies.bodies == [B1, B2]
+    for name in (B1, B2):
         for sub in ('roi', 'cropped', 'skeleton2d'):
             assert graph.wait(lambda n=name, s=sub: _publishers(
                 graph, f'{BODIES_NS}/{n}/{s}') == 1), (name, sub)
-    assert graph.wait(lambda: graph.tester.count_subscribers(f'{BODIES_NS}/b2/cropped') and
-                      node.count_subscribers(f'{BODIES_NS}/b2/skeleton2d') and
-                      node.count_subscribers(f'{BODIES_NS}/b2/roi') and
+    assert graph.wait(lambda: graph.tester.count_subscribers(f'{BODIES_NS}/{B2}/cropped') and
+                      node.count_subscribers(f'{BODIES_NS}/{B2}/skeleton2d') and
+                      node.count_subscribers(f'{BODIES_NS}/{B2}/roi') and
                       node.count_publishers(f'{BODIES_NS}/tracked'))
 
     def step(frame):
@@ -85,7 +87,7 @@ def test_bodies_appear_publish_and_stop_with_their_track(graph):
 
     step(both)
     assert graph.wait(lambda: skel and roi and crop and tracked)
-    assert tracked[-1].ids == ['b1', 'b2'] and tracked[-1].header.frame_id == 'cam_optical'
+    assert tracked[-1].ids == [B1, B2] and tracked[-1].header.frame_id == 'cam_optical'
     row = people.ids.tolist().index(2)
     sk = np.array([[p.x, p.y, p.c] for p in skel[-1].skeleton])
     assert sk.shape == (18, 3) and skel[-1].header.frame_id == 'cam_optical'
@@ -111,15 +113,15 @@ def test_bodies_appear_publish_and_stop_with_their_track(graph):
 
     for _ in range(10):  # b2 hidden for 0.33 s: still tracked, its topics stay
         step(left_only)
-    assert tracked[-1].ids == ['b1', 'b2'] and _publishers(graph, f'{BODIES_NS}/b2/roi') == 1
+    assert tracked[-1].ids == [B1, B2] and _publishers(graph, f'{BODIES_NS}/{B2}/roi') == 1
     for _ in range(25):  # hidden past track_max_age (1 s): the body is lost
         step(left_only)
-    assert graph.wait(lambda: tracked[-1].ids == ['b1'])
+    assert graph.wait(lambda: tracked[-1].ids == [B1])
     for sub in ('roi', 'cropped', 'skeleton2d'):
-        assert graph.wait(lambda s=sub: _publishers(graph, f'{BODIES_NS}/b2/{s}') == 0), sub
-    assert bodies.bodies == ['b1'] and _publishers(graph, f'{BODIES_NS}/b1/roi') == 1
+        assert graph.wait(lambda s=sub: _publishers(graph, f'{BODIES_NS}/{B2}/{s}') == 0), sub
+    assert bodies.bodies == [B1] and _publishers(graph, f'{BODIES_NS}/{B1}/roi') == 1
     bodies.close()
-    assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/b1/roi') == 0)
+    assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/{B1}/roi') == 0)
 
 
 def test_cameras_of_one_node_share_the_tracked_list_with_unique_ids(graph):
@@ -133,10 +135,10 @@ def test_cameras_of_one_node_share_the_tracked_list_with_unique_ids(graph):
     bodies.update('front', _header(1), frame, front.update(frame, 1.0), IMAGE)
     bodies.update('rear', _header(1), frame, rear.update(frame, 1.0), IMAGE)
     assert graph.wait(lambda: len(tracked) >= 2)
-    assert tracked[-1].ids == ['b1', 'b2', 'b3', 'b4']  # the same scene, four people
+    assert tracked[-1].ids == [B1, B2, B3, B4]  # the same scene, four people
     bodies.forget('front')
-    assert graph.wait(lambda: tracked[-1].ids == ['b3', 'b4'])
-    assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/b1/roi') == 0)
+    assert graph.wait(lambda: tracked[-1].ids == [B3, B4])
+    assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/{B1}/roi') == 0)
     bodies.close()
 
 

@@ -36,6 +36,7 @@ hri = pytest.importorskip('hri_msgs.msg', reason='hri_msgs: run install-msgs.sh'
 
 from ros_fixtures import HIDE_OPTIONAL_PACKAGES  # noqa: E402, I100
 from ros_graph import cloud_array, qos  # noqa: E402
+from sapiens_ros.core.people.hri_ids import is_hri_id  # noqa: E402
 from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
 from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
@@ -129,7 +130,7 @@ def test_label_info_is_latched_vision_msgs(graph):
 
 
 def test_body_frames_on_tf_at_the_measured_depth(graph):
-    """body_b<id> on /tf in the camera frame, on a depth plane at 2 m: within 2 cm, REP-155."""
+    """body_<id> on /tf in the camera frame, on a depth plane at 2 m: within 2 cm, REP-155."""
     # xyz_min_score 0.2: the tiny random head scores one shoulder of this photo 0.27
     graph.perception(tasks='pose', box_source='full', use_depth=True, depth_timeout=0.0,
                      publish_tf=True, tf_joints=True, keypoint_format='coco17',
@@ -157,7 +158,7 @@ def test_body_frames_on_tf_at_the_measured_depth(graph):
     assert frames, 'no body frame on /tf'
     for t in frames:
         assert t.header.frame_id == 'camera_optical_frame'
-        assert t.child_frame_id.startswith('body_b')
+        assert is_hri_id(t.child_frame_id[5:])  # body_<five letters>
         assert abs(t.transform.translation.z - 2.0) <= 0.02
         q = t.transform.rotation
         rot = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
@@ -166,7 +167,7 @@ def test_body_frames_on_tf_at_the_measured_depth(graph):
         assert abs(abs(rot[2, 0]) - 1.0) < 1e-3 and abs(rot[2, 2]) < 1e-3
     joints = [t for m in tfs for t in m.transforms if t.header.frame_id.startswith('body_')]
     assert joints and all(t.child_frame_id.rsplit('_', 1)[1] == t.header.frame_id[5:]
-                          for t in joints)  # <joint>_b<id>, a child of body_b<id>
+                          for t in joints)  # <joint>_<id>, a child of body_<id>
     assert 'l_shoulder' in {t.child_frame_id.rsplit('_', 1)[0] for t in joints}
     assert kps and kps[0].width == 17  # keypoint_format coco17
 
@@ -182,7 +183,7 @@ def test_rep155_bodies_from_the_node(graph):
         image.publish(image_msg(_header(graph), PHOTO, 'bgr8'))
         graph.wait(lambda: any(m.ids for m in tracked), 0.3)
     ids = next(m.ids for m in tracked if m.ids)
-    assert all(i.startswith('b') for i in ids)
+    assert all(is_hri_id(i) for i in ids)
     topics = dict(graph.tester.get_topic_names_and_types())
     assert f'/humans/bodies/{ids[0]}/roi' in topics, sorted(topics)
 

@@ -47,7 +47,7 @@ from ..core.people.body_frames import body_id
 from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
 
-IdsList, NormalizedRegionOfInterest2D, Skeleton2D = message_types('hri_msgs')
+IdsList, NormalizedRegionOfInterest2D, Skeleton2D, IdsMatch = message_types('hri_msgs')
 HRI_MSGS_ERROR = import_error('hri_msgs')
 
 #: REP-155's body namespace (global).
@@ -100,6 +100,20 @@ def cropped_image(header: Header, image: np.ndarray, box: np.ndarray) -> Image |
     if x1 <= x0 or y1 <= y0:
         return None
     return image_msg(header, image[y0:y1, x0:x1], 'rgb8')
+
+
+def destroyable_publisher(node: Node, msg_type: type, topic: str, qos):
+    """
+    Create a publisher that any thread may destroy while an executor spins.
+
+    Bodies and persons come and go in the worker's threads. A publisher's QoS event handlers
+    sit in the executor's wait set, and destroying one there between the executor listing it
+    and waiting on it raises ``InvalidHandle`` in the executor's thread, which stops the node.
+    Without handlers the publisher is never in the wait set (a subscriber with incompatible QoS
+    still gets its own warning). See ros2/rclpy#1284 and ``ros.executors``.
+    """
+    return node.create_publisher(
+        msg_type, topic, qos, event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
 
 
 class HriBodies:
@@ -185,18 +199,7 @@ class HriBodies:
                 body.cropped.publish(crop)
 
     def _publisher(self, msg_type: type, topic: str):
-        """
-        Create a publisher that any thread may destroy while an executor spins.
-
-        Bodies come and go in the step worker's thread. A publisher's QoS event handlers sit in
-        the executor's wait set, and destroying one there between the executor listing it and
-        waiting on it raises ``InvalidHandle`` in the executor's thread, which stops the node.
-        Without handlers the publisher is never in the wait set (a subscriber with incompatible
-        QoS still gets its own warning). See ros2/rclpy#1284 and ``ros.executors``.
-        """
-        return self._node.create_publisher(
-            msg_type, topic, HRI_QOS,
-            event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
+        return destroyable_publisher(self._node, msg_type, topic, HRI_QOS)
 
     def _drop_lost(self) -> None:
         live = set().union(*self._live.values()) if self._live else set()
@@ -213,6 +216,6 @@ class HriBodies:
         self._tracked.publish(IdsList(header=header, ids=ids))
 
 
-__all__ = ['BODIES_NS', 'HRI_MSGS_ERROR', 'HRI_QOS', 'HriBodies', 'IdsList',
-           'NormalizedRegionOfInterest2D', 'Skeleton2D', 'cropped_image', 'normalized_roi',
-           'skeleton2d']
+__all__ = ['BODIES_NS', 'HRI_MSGS_ERROR', 'HRI_QOS', 'HriBodies', 'IdsList', 'IdsMatch',
+           'NormalizedRegionOfInterest2D', 'Skeleton2D', 'cropped_image', 'destroyable_publisher',
+           'normalized_roi', 'skeleton2d']

@@ -44,6 +44,7 @@ from ..core.media.visualize import id_color
 from ..core.models.keypoint_formats import keypoint_format, KEYPOINT_FORMATS, KeypointFormat
 from ..core.models.metadata import seg_class_info
 from ..core.people.state import People, with_pointmap_scale
+from ..core.people.world_skeleton import FusedSkeleton
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
@@ -186,6 +187,39 @@ def skeleton_markers(header: Header, result: FrameResult, options: MessageOption
             top = pts[np.argmin(pts[:, 1])]  # y points down in both frames
             out.markers.append(_id_marker(header, ns + '/ids', row, int(ids[row]), top, text,
                                           rgba))
+    return out
+
+
+def person_markers(header: Header, skeletons: list[FusedSkeleton], limbs: np.ndarray,
+                   size: float = 0.03) -> MarkerArray:
+    """
+    ``persons/markers``: each person's fused skeleton in the world frame (``header.frame_id``).
+
+    Per person: its joints (SPHERE_LIST), limbs (LINE_LIST) and id (TEXT, 0.3 m above its
+    highest joint: REP-103 worlds have z up); a DELETEALL marker first clears persons gone.
+    Triangulated joints are drawn larger than single-view ones.
+    """
+    out = MarkerArray(markers=[Marker(header=header, action=Marker.DELETEALL, **_NOCHECK)])
+    for row, skel in enumerate(skeletons):
+        ok = np.isfinite(skel.xyz).all(1)
+        if not ok.any():
+            continue
+        rgba = (*id_color(int.from_bytes(skel.person_id.encode(), 'little')), 1.0)
+        pts = skel.xyz[ok]
+        out.markers.append(_marker(header, 'persons/joints', Marker.SPHERE_LIST, _points(pts),
+                                   size, rgba, row))
+        out.markers[-1].scale.z = size
+        both = ok[limbs[:, 0]] & ok[limbs[:, 1]]
+        if both.any():
+            segs = np.stack([skel.xyz[limbs[both, 0]], skel.xyz[limbs[both, 1]]], axis=1)
+            out.markers.append(_marker(header, 'persons/limbs', Marker.LINE_LIST,
+                                       _points(segs.reshape(-1, 3)), size * 0.5, rgba, row))
+        label = _marker(header, 'persons/ids', Marker.TEXT_VIEW_FACING, [], 0.15, rgba, row)
+        label.scale.z = 0.15
+        label.text = skel.person_id
+        top = pts[np.argmax(pts[:, 2])]
+        label.pose.position = Point(x=float(top[0]), y=float(top[1]), z=float(top[2]) + 0.3)
+        out.markers.append(label)
     return out
 
 

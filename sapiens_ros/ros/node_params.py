@@ -167,6 +167,14 @@ _RESERVED = {'rates', 'models', 'image', 'depth', 'camera_info', 'pose', 'seg', 
              'pointmap', 'people'}
 
 
+def parse_frame_id(value: str, name: str) -> str:
+    """Check a tf2 frame id: empty (off) or a name without a leading ``/`` or spaces."""
+    if value.startswith('/') or any(c.isspace() for c in value):
+        raise ValueError(f'{name} must be a tf2 frame id (no leading / and no spaces), got '
+                         f'{value!r}')
+    return value
+
+
 def parse_cameras(text: str | list, name: str = 'cameras') -> tuple[str, ...]:
     """Parse ``cameras`` (``'front,rear'``); raise ValueError naming a bad or repeated name."""
     items = text if isinstance(text, (list, tuple)) else str(text).split(',')
@@ -338,6 +346,13 @@ PARAMS: tuple[Param, ...] = (
     Param('hri', False, 'REP-155 (ROS4HRI) bodies: /humans/bodies/tracked and per body '
           '/humans/bodies/<id>/roi, cropped, skeleton2d (global topics; ids unique across '
           'cameras)', launch=True, to='world.hri'),
+    Param('world_frame', '', 'tf2 frame of the world (odom, map, base_link...): the tracked '
+          'bodies of every camera become one set of REP-155 persons there (/humans/persons, '
+          'person_<id> on /tf, persons/markers), cameras looked up with tf2 at each frame '
+          'stamp; needs tf2_ros; empty: off', applies='configure', launch=True,
+          to='world.world_frame', parse=parse_frame_id),
+    Param('person_joints_tf', False, 'with world_frame, also the fused joints of each person '
+          'as TF frames <joint>_<person id> under person_<id>', to='world.person_joints_tf'),
     Param('xyz_min_score', 0.3, 'keypoints scored lower get no 3D (pose/keypoints x, y, z, '
           'people/poses, body frames): occluded ones, where depth measures the occluder',
           low=0.0, high=10.0, to='people.min_score'),

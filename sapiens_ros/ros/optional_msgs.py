@@ -30,8 +30,9 @@ OPTIONAL_PACKAGES: dict[str, tuple[tuple[str, ...], str]] = {
                      'VisionClass'),
                     'pose/detections (Detection2DArray) and seg/label_info (LabelInfo)'),
     'tf2_msgs': (('TFMessage',), 'body_<id> frames on /tf (publish_tf)'),
-    'hri_msgs': (('IdsList', 'NormalizedRegionOfInterest2D', 'Skeleton2D'),
-                 'REP-155 bodies under /humans/bodies (hri)'),
+    'hri_msgs': (('IdsList', 'NormalizedRegionOfInterest2D', 'Skeleton2D', 'IdsMatch'),
+                 'REP-155 bodies under /humans/bodies (hri) and persons under /humans/persons '
+                 '(world_frame)'),
 }
 
 

@@ -13,12 +13,14 @@
 # limitations under the License.
 
 """
-The people of a node's cameras in the robot's world: body frames on /tf, REP-155 bodies.
+The people of a node's cameras in the robot's world: body frames, REP-155 bodies, persons.
 
 :class:`PeopleWorld` is what a node wires in: create it at configure, call
 :meth:`PeopleWorld.publish` for every frame that ran pose (any camera, any thread), and
-:meth:`PeopleWorld.close` at cleanup. It logs once per missing message package what it does
-not publish, and otherwise needs nothing but the frame's header, result and people.
+:meth:`PeopleWorld.close` at cleanup. It logs once per missing package what it does not
+publish, and otherwise needs nothing but the frame's header, result and people. With
+``world_frame`` set (and tf2_ros importable) it also runs :class:`.world_persons.WorldPersons`;
+without tf2_ros it says so once and keeps the per-camera outputs.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ from std_msgs.msg import Header
 
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
 from .optional_msgs import missing_packages
-from .tf_frames import body_tf_message, TF2_MSGS_ERROR, TF_QOS, TF_TOPIC, TFMessage
+from .tf_frames import body_transforms, TF_ERROR, TfOut
+from .world_frame import TF2_ROS_ERROR
+from .world_persons import WorldPersons
 from ..core.people.body_frames import body_frames
 from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
+from ..core.processing.intrinsics import Intrinsics
 
 
 @dataclass
@@ -45,10 +50,12 @@ class WorldOptions:
     publish_tf: bool = True  # body_<id> on /tf (when tf2_msgs imports)
     tf_joints: bool = False  # and the REP-155 joint frames
     hri: bool = False  # REP-155 bodies under /humans/bodies (when hri_msgs imports)
+    world_frame: str = ''  # persons in this tf2 frame (configure); empty: off
+    person_joints_tf: bool = False  # and each person's fused joints under person_<id>
 
 
 class PeopleWorld:
-    """Body frames and REP-155 bodies of one node's cameras; see the module docstring."""
+    """Body frames, REP-155 bodies and world persons of one node's cameras; see the module."""
 
     def __init__(self, node: Node, options: WorldOptions | None = None) -> None:
         self.options = options or WorldOptions()
@@ -56,9 +63,16 @@ class PeopleWorld:
         self._lock = threading.Lock()
         for line in missing_packages().values():
             node.get_logger().warning(line)
-        self._tf = node.create_publisher(TFMessage, TF_TOPIC, TF_QOS) \
-            if TF2_MSGS_ERROR is None else None
+        self._tf = TfOut(node) if TF_ERROR is None else None
         self._hri: HriBodies | None = None
+        self.persons: WorldPersons | None = None
+        frame = self.options.world_frame
+        if frame and TF2_ROS_ERROR is not None:
+            node.get_logger().warning(
+                f'world_frame {frame!r} needs tf2_ros ({TF2_ROS_ERROR}): install '
+                'ros-$ROS_DISTRO-tf2-ros-py; each camera keeps its own people')
+        elif frame:
+            self.persons = WorldPersons(node, frame, self._tf)
 
     @property
     def hri(self) -> HriBodies | None:
@@ -67,41 +81,63 @@ class PeopleWorld:
 
     def demand(self) -> tuple[bool, bool]:
         """Tell whether these outputs want tracked people now, and whether they want 3D."""
+        if self.persons is not None:
+            return True, True
         opts = self.options
-        tf = opts.publish_tf and self._tf is not None and self._tf.get_subscription_count() > 0
+        tf = opts.publish_tf and self._tf is not None and self._tf.wanted()
         return tf or (opts.hri and HRI_MSGS_ERROR is None), tf
 
+    def wants_image(self) -> bool:
+        """Whether :meth:`publish` uses the input pixels (REP-155 crops, world appearance)."""
+        return self.persons is not None or (self.options.hri and HRI_MSGS_ERROR is None)
+
     def publish(self, camera: str, header: Header, result: FrameResult, people: People,
-                image: np.ndarray | None = None) -> None:
+                image: np.ndarray | None = None, intrinsics: Intrinsics | None = None) -> None:
         """
-        Publish one frame of ``camera``: its body frames on /tf and, with ``hri``, its bodies.
+        Publish one frame of ``camera``: its body frames on /tf, its bodies, the world's persons.
 
         ``header`` is the input image's (stamp, optical frame); ``image`` (HxWx3 RGB uint8)
-        feeds ``/humans/bodies/<id>/cropped``.
+        feeds ``/humans/bodies/<id>/cropped`` and the persons' appearance; ``intrinsics`` (a
+        valid camera_info's) lets cameras triangulate joints together.
         """
         opts = self.options
-        if opts.publish_tf and self._tf is not None and self._tf.get_subscription_count():
-            frames = body_frames(people, joints=opts.tf_joints)
-            if len(frames):
-                self._tf.publish(body_tf_message(header, frames))
+        if opts.publish_tf and self._tf is not None and self._tf.wanted():
+            self._tf.send(body_transforms(header, body_frames(people, joints=opts.tf_joints)))
         if opts.hri and HRI_MSGS_ERROR is None:
             with self._lock:
                 if self._hri is None:
                     self._hri = HriBodies(self._node)
             self._hri.update(camera, header, result, people, image)
+        if self.persons is not None:
+            self.persons.update(camera, header, people, image, intrinsics,
+                                opts.person_joints_tf)
+
+    def diagnostics(self) -> dict:
+        """Return the world's counters (empty without a world frame)."""
+        return self.persons.diagnostics() if self.persons is not None else {}
+
+    def expire(self) -> None:
+        """Age the world's persons when no camera sends (the node's timer calls it)."""
+        if self.persons is not None:
+            self.persons.expire()
 
     def forget(self, camera: str) -> None:
         """Drop a camera that stopped (its REP-155 bodies end)."""
         if self._hri is not None:
             self._hri.forget(camera)
+        if self.persons is not None:
+            self.persons.forget(camera)
 
     def close(self) -> None:
         """Destroy the publishers."""
         if self._hri is not None:
             self._hri.close()
             self._hri = None
+        if self.persons is not None:
+            self.persons.close()
+            self.persons = None
         if self._tf is not None:
-            self._node.destroy_publisher(self._tf)
+            self._tf.close()
             self._tf = None
 
 

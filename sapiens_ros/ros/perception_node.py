@@ -491,6 +491,8 @@ class PerceptionNode(LifecycleNode):
                 values[f'input_size.{t}'] = str(self.pipeline.config.size_of(t))
             values.update(_device_memory(self.pipeline.device))
         values.update(self.batches.values())
+        if self.world is not None:
+            values.update(self.world.diagnostics())
         return values
 
     def publish_diagnostics(self) -> DiagnosticArray:
@@ -504,6 +506,8 @@ class PerceptionNode(LifecycleNode):
                             f'not configured: {self.not_configured_reason}')
         else:
             shared_level = (DiagnosticStatus.OK, state)
+        if self.world is not None:
+            self.world.expire()
         channels = list(self.cameras.values())
         snaps = [c.stats.snapshot(self.slots.dropped[c.name]) for c in channels]
         problems = [[] for _ in channels]

@@ -44,6 +44,17 @@ DIAGNOSTICS_QOS: QoSProfile = qos_profile_system_default
 HRI_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                      reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
+#: REP-155 per-person values (``body_id``, ``anonymous``, ``location_confidence``): latched,
+#: so that a consumer that comes later gets the last value.
+HRI_LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+#: REP-155 ``/humans/candidate_matches``: every match counts, keep last 50.
+HRI_MATCHES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.VOLATILE)
+
 #: ``/tf``: tf2_ros's ``DynamicBroadcasterQoS``: reliable, volatile, keep last 100.
 TF_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)

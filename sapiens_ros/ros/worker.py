@@ -220,7 +220,7 @@ class StepWorker:
                           decoded.render.keys() - set(result.rendered))  # not rendered
         world = self.world
         to_world = world is not None and outcome.people is not None and result.pose is not None
-        crops = to_world and world.options.hri  # REP-155 /cropped needs the input pixels
+        crops = to_world and world.wants_image()  # REP-155 crops, the persons' appearance
         # Converted once: build_messages and the crops only read it.
         rgb = decoded.frame.rgb() if wants_image or crops else None
         header = decoded.received.msg.header
@@ -230,7 +230,8 @@ class StepWorker:
             frame_out.channel.pubs[suffix].publish(out)
         if to_world:
             world.publish(frame_out.channel.name, header, result, outcome.people,
-                          rgb if crops else None)
+                          rgb if crops else None,
+                          frame_out.channel.inputs.intrinsics(result.image_size))
         latency = None
         if stamp_ns(header.stamp) > 0:
             latency = (self.node.get_clock().now().nanoseconds - stamp_ns(header.stamp)) / 1e6

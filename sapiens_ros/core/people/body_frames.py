@@ -32,11 +32,12 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from .depth import TORSO, torso_axes
+from .hri_ids import TrackNames
 from .state import People
 from ..models.metadata import keypoint_info
 
-#: Prefix of body ids: REP-155 ids (topic name tokens) must not start with a digit.
-BODY_ID_PREFIX = 'b'
+#: Body ids of this process's tracks (one key per run; tests may replace it with a seeded one).
+BODY_NAMES = TrackNames()
 
 #: REP-155 joint frames and the 308 keypoints they sit at (the mean when two: the head is the
 #: mid-point of the eyes, REP-155's approximation of the sellion).
@@ -51,9 +52,14 @@ JOINT_KEYPOINTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def body_id(track_id: int, prefix: str = BODY_ID_PREFIX) -> str:
-    """REP-155 body id of a track: ``b12`` (TF frame ``body_b12``, topics ``.../b12/...``)."""
-    return f'{prefix}{int(track_id)}'
+def body_id(track_id: int) -> str:
+    """
+    REP-155 body id of a track: five lowercase letters, e.g. ``kqzvb``.
+
+    Its TF frame is ``body_kqzvb``, its topics ``/humans/bodies/kqzvb/...`` (ROS4HRI's form:
+    hri_rviz shows a frame only when it ends in such an id).
+    """
+    return BODY_NAMES(track_id)
 
 
 @dataclass
@@ -111,4 +117,4 @@ def body_frames(people: People, joints: bool = False) -> BodyFrames:
     return frames
 
 
-__all__ = ['BODY_ID_PREFIX', 'BodyFrames', 'JOINT_KEYPOINTS', 'body_frames', 'body_id']
+__all__ = ['BODY_NAMES', 'BodyFrames', 'JOINT_KEYPOINTS', 'body_frames', 'body_id']

@@ -16,12 +16,19 @@
 ROS4HRI ids: five random lowercase letters, unique and never reused within a run.
 
 REP-155 names persons (and bodies, faces, voices) by such ids; a reused id would let a consumer
-merge two people's histories, so every id given is remembered. Random rather than counted so
-that ids of different runs do not look alike; seeded for tests and replay.
+merge two people's histories. Random rather than counted so that ids of different runs do not
+look alike; seeded for tests and replay. Two sources:
+
+- :class:`FiveLetterIds` draws ids and remembers every one given (persons);
+- :class:`TrackNames` names integer track ids by a keyed permutation of the 26**5 names, so
+  that a body's or face's id is a pure function of its track id: the same in every thread and
+  module of a process, unique while track ids are (the trackers never reuse one), and nothing
+  to remember. hri_rviz keeps a TF frame only when it ends in the five-letter id.
 """
 
 from __future__ import annotations
 
+import math
 import string
 import threading
 
@@ -31,6 +38,8 @@ import numpy as np
 LETTERS = string.ascii_lowercase
 #: Characters in an id.
 ID_LENGTH = 5
+#: How many ids there are.
+ID_SPACE = len(LETTERS) ** ID_LENGTH
 
 
 class FiveLetterIds:
@@ -70,6 +79,35 @@ class FiveLetterIds:
     def __len__(self) -> int:
         """Ids given or reserved so far."""
         return len(self._used)
+
+
+class TrackNames:
+    """
+    Five-letter names of integer track ids: ``names(12) == 'kqzvb'`` (random per run).
+
+    ``name = letters((a * track + b) mod 26**5)`` with ``a`` coprime to ``26**5``: a bijection,
+    so distinct tracks (below ``26**5``) get distinct names. ``seed`` fixes ``a`` and ``b``.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        rng = np.random.default_rng(seed)
+        while True:
+            a = int(rng.integers(1, ID_SPACE))
+            if math.gcd(a, ID_SPACE) == 1:
+                break
+        self._a, self._b = a, int(rng.integers(0, ID_SPACE))
+
+    def __call__(self, track_id: int) -> str:
+        """Return the name of ``track_id`` (a non-negative int below ``26**5``)."""
+        track = int(track_id)
+        if not 0 <= track < ID_SPACE:
+            raise ValueError(f'track id {track} is outside 0 .. {ID_SPACE - 1}')
+        code = (self._a * track + self._b) % ID_SPACE
+        out = []
+        for _ in range(ID_LENGTH):
+            code, digit = divmod(code, len(LETTERS))
+            out.append(LETTERS[digit])
+        return ''.join(out)
 
 
 def is_hri_id(name: str) -> bool:
