@@ -235,3 +235,29 @@ def test_no_world_frame_means_no_persons(graph):
     assert world.demand() == (False, False)  # nobody listens to /tf, no hri
     assert node.count_publishers('/humans/persons/tracked') == 0
     world.close()
+
+
+def test_without_tf2_ros_a_world_frame_is_said_once_and_cameras_keep_their_people(
+        graph, monkeypatch, capfd):
+    """No tf2_ros (monkeypatched: this venv has it): one line, body frames as before."""
+    import sapiens_ros.ros.people_world as people_world
+    import sapiens_ros.ros.tf_frames as tf_frames
+
+    monkeypatch.setattr(people_world, 'TF2_ROS_ERROR', 'ModuleNotFoundError: tf2_ros')
+    monkeypatch.setattr(tf_frames, 'TransformBroadcaster', None)  # /tf by hand, as before
+    node = graph.add(rclpy.create_node('world_no_tf2', context=graph.context))
+    world = PeopleWorld(node, WorldOptions(world_frame='odom'))
+    assert world.persons is None and world.diagnostics() == {}
+    assert 'needs tf2_ros' in capfd.readouterr().err
+    tf = graph.collect(tf2.TFMessage, '/tf', qos(depth=100))
+    assert graph.wait(lambda: node.count_subscribers('/tf'))
+    header = Header(frame_id='front_optical')
+    header.stamp.sec = 5
+    frame = frame_facing_camera([-0.4, 0.5])
+    people = PeopleState().update(frame, 5.0, depth=DEPTH, K=K, depth_encoding='16UC1')
+    world.publish('front', header, frame, people, None)
+    assert graph.wait(lambda: tf)
+    assert {t.child_frame_id for t in tf[0].transforms} == {f'body_{body_id(1)}',
+                                                            f'body_{body_id(2)}'}
+    assert node.count_publishers('/humans/persons/tracked') == 0
+    world.close()

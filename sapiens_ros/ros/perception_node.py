@@ -339,6 +339,8 @@ class PerceptionNode(LifecycleNode):
                 self, name, Camera(name, self._camera_rates(name), self._people_config, track,
                                    ids), self.slots, self._param) for name in names}
             if track:
+                assign(self._world_options, routed('world', {
+                    p.name: self._param(p.name) for p in PARAMS if p.applies == 'configure'}))
                 self.world = PeopleWorld(self, self._world_options)
             self._rates_changed = False
             self._log_forwarder.attach()

@@ -44,6 +44,8 @@ except ImportError as exc:  # optional: a ROS install has it, the node runs with
         LookupException = LookupError
     TF2_ROS_ERROR = f'{type(exc).__name__}: {exc}'
 
+#: How lookups end, as counted: found, or why not.
+LOOKUPS = ('found', 'missing', 'extrapolation', 'frame_id')
 #: Seconds of transforms the buffer keeps (tf2's default): the oldest frame it can place.
 CACHE_S = 10.0
 
@@ -108,4 +110,4 @@ class WorldFrame:
         self.listener.unregister()
 
 
-__all__ = ['CACHE_S', 'TF2_ROS_ERROR', 'WorldFrame', 'transform_matrix']
+__all__ = ['CACHE_S', 'LOOKUPS', 'TF2_ROS_ERROR', 'WorldFrame', 'transform_matrix']

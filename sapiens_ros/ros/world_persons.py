@@ -47,7 +47,7 @@ from .messages import person_markers
 from .qos import output_qos
 from .stamps import stamp_seconds
 from .tf_frames import joint_transforms, TfOut, transform
-from .world_frame import WorldFrame
+from .world_frame import LOOKUPS, WorldFrame
 from ..core.people.appearance import keypoint_colours
 from ..core.people.body_frames import body_id
 from ..core.people.hri_ids import FiveLetterIds
@@ -176,7 +176,7 @@ class WorldPersons:
         """Counters of the fusion and the TF lookups, for the node's diagnostics."""
         out = {'world.frame': self.world_frame, 'world.resets': self.resets}
         out.update({f'world.{k}': v for k, v in self.fusion.diagnostics().items()})
-        out.update({f'world.tf_{k}': v for k, v in self.frame.counters.items()})
+        out.update({f'world.tf_{k}': self.frame.counters[k] for k in LOOKUPS})
         return out
 
     def close(self) -> None:
