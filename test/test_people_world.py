@@ -166,7 +166,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
         frame('front', t, {1: a, 2: b})
         frame('side', t + 0.02, {3: a, 4: b})
         t += 1 / 30
-    persons = world.persons.fusion.persons()
+    persons = world.persons.world.fusion.persons()
     assert len(persons) == 2 and all(is_hri_id(p.person_id) for p in persons)
     by_place = {('a' if np.linalg.norm(p.position[:2] - a[:2]) < 0.25 else 'b'): p
                 for p in persons}
@@ -185,7 +185,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
         assert buffer.can_transform(f'person_{person}', f'left_wrist_{person}', Time())
     # the fused skeleton: joints both cameras see are triangulated from the 2D keypoints
     person = by_place['a']
-    skel = world.persons.skeletons.skeleton(person.person_id, [(v.camera, v.body_id)
+    skel = world.persons.world.skeletons.skeleton(person.person_id, [(v.camera, v.body_id)
                                                                for v in person.bodies])
     assert skel.views == 2 and skel.triangulated.sum() >= 12
     wrist = joint_names().index('left_wrist')
@@ -210,7 +210,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
         frame('front', t, {2: b})
         frame('side', t + 0.02, {5: a, 4: b})
         t += 1 / 30
-    persons = {p.person_id: p for p in world.persons.fusion.persons()}
+    persons = {p.person_id: p for p in world.persons.world.fusion.persons()}
     assert len(persons) == 2 and person_a in persons
     assert np.linalg.norm(persons[person_a].position[:2] - a[:2]) < 0.25
     assert persons[person_a].best_body.body_id == body_id(5)
@@ -223,7 +223,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
     result, people = _camera_people(np.eye(4), {6: a})
     world.publish('rear', header, result, people, image, intrinsics)
     assert world.diagnostics()['world.tf_missing'] == 1
-    assert len(world.persons.fusion.persons()) == 2
+    assert len(world.persons.world.fusion.persons()) == 2
     world.close()
     assert graph.wait(lambda: tracked and tracked[-1].ids == [])
 

@@ -33,6 +33,7 @@ from std_msgs.msg import Header
 from .optional_msgs import import_error, message_types
 from .qos import TF_QOS
 from ..core.people.body_frames import body_id, BodyFrames
+from ..core.people.world_skeleton import joint_names
 
 (TFMessage,) = message_types('tf2_msgs')
 TF2_MSGS_ERROR = import_error('tf2_msgs')
@@ -125,5 +126,25 @@ def body_transforms(header: Header, frames: BodyFrames) -> list[TransformStamped
     return out
 
 
+def person_transforms(world: Header, persons: Sequence, skeletons: Sequence | None = None
+                      ) -> list[TransformStamped]:
+    """
+    ``person_<id>`` in ``world.frame_id`` at its stamp, for each of ``persons`` (WorldPerson).
+
+    With ``skeletons`` (FusedSkeleton per person), also the fused joints, ``<joint>_<id>``
+    under ``person_<id>`` (world axes: the person frame has no orientation of its own).
+    """
+    out = []
+    names = joint_names() if skeletons is not None else ()
+    for k, person in enumerate(persons):
+        frame = f'person_{person.person_id}'
+        out.append(transform(world, world.frame_id, frame, person.position))
+        if skeletons is not None:
+            out += joint_transforms(world, frame, person.person_id, names,
+                                    skeletons[k].xyz - person.position)
+    return out
+
+
 __all__ = ['TF2_MSGS_ERROR', 'TF2_ROS_ERROR', 'TF_ERROR', 'TF_QOS', 'TF_TOPIC', 'TFMessage',
-           'TfOut', 'body_frame_name', 'body_transforms', 'joint_transforms', 'transform']
+           'TfOut', 'body_frame_name', 'body_transforms', 'joint_transforms', 'person_transforms',
+           'transform']

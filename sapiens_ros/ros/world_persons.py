@@ -15,11 +15,9 @@
 """
 One person across every camera, in the robot's world frame: the node's side of the fusion.
 
-:class:`WorldPersons` takes each camera frame's tracked people (any camera, in the order the
-worker publishes them), looks the camera's optical frame up in ``world_frame`` with tf2 at the
-frame's stamp (:class:`.world_frame.WorldFrame`), and folds the bodies into the persons
-(:class:`~sapiens_ros.core.people.world.WorldFusion`: a body's position from measured depth or
-the metric pointmap, its appearance from the clothes' colours at its keypoints). It publishes:
+:class:`WorldPersons` looks each camera frame's optical frame up in ``world_frame`` with tf2 at
+the frame's stamp (:class:`.world_frame.WorldFrame`), hands the frame's people to the core's
+:class:`~sapiens_ros.core.people.world_people.WorldPeople` and publishes the world:
 
 - REP-155 persons (:class:`.hri_persons.HriPersons`, with ``hri_msgs``);
 - ``person_<id>`` on ``/tf`` in the world frame (and, with ``person_joints_tf``, the fused
@@ -28,8 +26,9 @@ the metric pointmap, its appearance from the clothes' colours at its keypoints).
 - ``persons/markers``: the fused skeletons (``MarkerArray`` in the world frame).
 
 A frame whose camera has no transform at its stamp leaves its people out (counted, one
-throttled line naming both frames); a camera's stamp going back by more than
-:data:`TIME_BACK_RESET_S` (a bag loop) forgets every person, with one line.
+throttled line naming both frames); a camera's stamp going back (a bag loop) forgets every
+person, with one line. When every camera goes silent, :meth:`WorldPersons.expire` (the node's
+timer) ends the persons after ``max_unseen``.
 """
 
 from __future__ import annotations
@@ -46,25 +45,22 @@ from .hri_persons import HriPersons
 from .messages import person_markers
 from .qos import output_qos
 from .stamps import stamp_seconds
-from .tf_frames import joint_transforms, TfOut, transform
+from .tf_frames import person_transforms, TfOut
 from .world_frame import LOOKUPS, WorldFrame
-from ..core.people.appearance import keypoint_colours
-from ..core.people.body_frames import body_id
-from ..core.people.hri_ids import FiveLetterIds
 from ..core.people.state import People
-from ..core.people.triangulate import projection_matrix
-from ..core.people.world import BodyObservation, WorldConfig, WorldFusion
-from ..core.people.world_skeleton import body_views, joint_names, limbs, SkeletonFusion
+from ..core.people.world import WorldConfig
+from ..core.people.world_people import WorldPeople, WorldState
+from ..core.people.world_skeleton import limbs
 from ..core.processing.intrinsics import Intrinsics
 
-#: A camera whose stamp goes back by more than this (s) restarted (a bag loop): start over.
-TIME_BACK_RESET_S = 3.0
 #: The fused skeletons' topic (node-relative, like the camera outputs).
 MARKERS_TOPIC = 'persons/markers'
 
 
-def camera_matrix(intrinsics: Intrinsics) -> np.ndarray:
-    """Return the 3x3 K of ``intrinsics``."""
+def camera_matrix(intrinsics: Intrinsics | None) -> np.ndarray | None:
+    """Return the 3x3 K of ``intrinsics`` (None without)."""
+    if intrinsics is None:
+        return None
     return np.array([[intrinsics.fx, 0.0, intrinsics.cx], [0.0, intrinsics.fy, intrinsics.cy],
                      [0.0, 0.0, 1.0]])
 
@@ -77,16 +73,13 @@ class WorldPersons:
         self._node = node
         self.world_frame = world_frame
         self.frame = WorldFrame(node, world_frame)  # raises without tf2_ros
-        self.fusion = WorldFusion(config, ids=FiveLetterIds())
-        self.skeletons = SkeletonFusion()
+        self.world = WorldPeople(config)
         self.hri = HriPersons(node) if HRI_MSGS_ERROR is None else None
         self._tf = tf
         self._markers = node.create_publisher(MarkerArray, MARKERS_TOPIC, output_qos(1))
         self._lock = threading.Lock()
-        self._last: dict[str, float] = {}  # camera -> its newest stamp
         self._tf_stamp = -np.inf
         self._updated = time.monotonic()
-        self.resets = 0
 
     def update(self, camera: str, header: Header, people: People, image: np.ndarray | None,
                intrinsics: Intrinsics | None, joints_tf: bool = False) -> None:
@@ -95,60 +88,27 @@ class WorldPersons:
         pose = self.frame.camera_to_world(header.frame_id, header.stamp)
         with self._lock:
             self._updated = time.monotonic()
-            self._check_time(camera, stamp)
-            rows = np.flatnonzero((people.ids >= 0) & people.torso_valid) \
-                if people.xyz_metric else np.zeros(0, np.intp)
-            names = [body_id(t) for t in people.ids[rows].tolist()]
-            looks = keypoint_colours(image, people.smoothed[rows], people.scores[rows]) \
-                if image is not None and len(rows) else None
-            source = 'depth' if people.xyz_source == 'depth' else 'pointmap'
-            bodies = [BodyObservation(name, people.torso_position[row], source,
-                                      None if looks is None else looks[i])
-                      for i, (name, row) in enumerate(zip(names, rows.tolist(), strict=True))]
-            fused = self.fusion.update(camera, stamp, pose, bodies)
-            if fused.status != 'fused':
-                return
-            projection = None if intrinsics is None else \
-                projection_matrix(camera_matrix(intrinsics), pose)
-            views = body_views(stamp, people.smoothed[rows], people.scores[rows],
-                               None if people.xyz is None else people.xyz[rows], pose,
-                               projection)
-            self.skeletons.observe(camera, names, views)
-            self._publish(header, stamp, joints_tf)
+            resets = self.world.resets
+            state = self.world.update(camera, stamp, pose, people, image,
+                                      camera_matrix(intrinsics))
+            if self.world.resets != resets:
+                self._tf_stamp = -np.inf
+                self._node.get_logger().warning(
+                    f'{camera or "camera"}: stamp went back (a bag loop or a clock reset): '
+                    'every person of the world is forgotten')
+            if state is not None:
+                self._publish(Header(stamp=header.stamp, frame_id=self.world_frame), state,
+                              joints_tf)
 
-    def _check_time(self, camera: str, stamp: float) -> None:
-        last = self._last.get(camera)
-        self._last[camera] = stamp
-        if last is not None and stamp < last - TIME_BACK_RESET_S:
-            self.fusion.reset()
-            self.skeletons.reset()
-            self._last = {camera: stamp}
-            self._tf_stamp = -np.inf
-            self.resets += 1
-            self._node.get_logger().warning(
-                f'{camera or "camera"}: stamp went back {last - stamp:.1f} s (a bag loop or a '
-                'clock reset): every person of the world is forgotten')
-
-    def _publish(self, header: Header, stamp: float, joints_tf: bool) -> None:
-        persons = self.fusion.persons(stamp)
-        world = Header(stamp=header.stamp, frame_id=self.world_frame)
-        skeletons = [self.skeletons.skeleton(p.person_id, [(b.camera, b.body_id)
-                                                           for b in p.bodies])
-                     for p in persons]
+    def _publish(self, world: Header, state: WorldState, joints_tf: bool) -> None:
         if self.hri is not None:
-            self.hri.update(world, persons, stamp)
-        if self._tf is not None and stamp > self._tf_stamp and persons:
-            self._tf_stamp = stamp
-            out = []
-            for person, skel in zip(persons, skeletons, strict=True):
-                frame = f'person_{person.person_id}'
-                out.append(transform(world, self.world_frame, frame, person.position))
-                if joints_tf:
-                    out += joint_transforms(world, frame, person.person_id, joint_names(),
-                                            skel.xyz - person.position)
-            self._tf.send(out)
+            self.hri.update(world, state.persons, state.stamp)
+        if self._tf is not None and state.stamp > self._tf_stamp and state.persons:
+            self._tf_stamp = state.stamp
+            self._tf.send(person_transforms(world, state.persons,
+                                            state.skeletons if joints_tf else None))
         if self._markers.get_subscription_count():
-            self._markers.publish(person_markers(world, skeletons, limbs()))
+            self._markers.publish(person_markers(world, state.skeletons, limbs()))
 
     def expire(self) -> None:
         """
@@ -158,24 +118,22 @@ class WorldPersons:
         the node's timer calls this: the REP-155 lists empty and the per-person topics go.
         """
         with self._lock:
-            if not len(self.fusion) or \
-                    time.monotonic() - self._updated <= self.fusion.config.max_unseen:
+            if not len(self.world.fusion) or \
+                    time.monotonic() - self._updated <= self.world.fusion.config.max_unseen:
                 return
-            self.fusion.reset()
-            self.skeletons.reset()
+            self.world.reset()
             if self.hri is not None:
                 self.hri.update(Header(frame_id=self.world_frame), [], 0.0)
 
     def forget(self, camera: str) -> None:
         """Drop a camera that stopped: its views (its bodies' persons age out by time)."""
         with self._lock:
-            self.skeletons.forget(camera)
-            self._last.pop(camera, None)
+            self.world.forget(camera)
 
     def diagnostics(self) -> dict:
         """Counters of the fusion and the TF lookups, for the node's diagnostics."""
-        out = {'world.frame': self.world_frame, 'world.resets': self.resets}
-        out.update({f'world.{k}': v for k, v in self.fusion.diagnostics().items()})
+        out = {'world.frame': self.world_frame}
+        out.update({f'world.{k}': v for k, v in self.world.diagnostics().items()})
         out.update({f'world.tf_{k}': self.frame.counters[k] for k in LOOKUPS})
         return out
 
@@ -187,4 +145,4 @@ class WorldPersons:
         self.frame.close()
 
 
-__all__ = ['MARKERS_TOPIC', 'TIME_BACK_RESET_S', 'WorldPersons', 'camera_matrix']
+__all__ = ['MARKERS_TOPIC', 'WorldPersons', 'camera_matrix']
