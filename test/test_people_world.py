@@ -185,8 +185,8 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
         assert buffer.can_transform(f'person_{person}', f'left_wrist_{person}', Time())
     # the fused skeleton: joints both cameras see are triangulated from the 2D keypoints
     person = by_place['a']
-    skel = world.persons.world.skeletons.skeleton(person.person_id, [(v.camera, v.body_id)
-                                                               for v in person.bodies])
+    views = [(v.camera, v.body_id) for v in person.bodies]
+    skel = world.persons.world.skeletons.skeleton(person.person_id, views)
     assert skel.views == 2 and skel.triangulated.sum() >= 12
     wrist = joint_names().index('left_wrist')
     truth = Rotation.from_euler('z', 180, degrees=True).apply(BODY['left_wrist']) + a

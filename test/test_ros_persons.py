@@ -85,7 +85,7 @@ def render_depth(camera_to_world: np.ndarray, people: list) -> np.ndarray:
 
 
 def person_box(camera_to_world: np.ndarray, centre) -> tuple[float, float, float, float]:
-    """The detector's box (cx, cy, w, h) of the cylinder at ``centre``."""
+    """Return the detector's box (cx, cy, w, h) of the cylinder at ``centre``."""
     angles = np.linspace(0, 2 * np.pi, 16, endpoint=False)
     ring = np.stack([np.cos(angles) * RADIUS, np.sin(angles) * RADIUS], -1) + centre[:2]
     pts = np.concatenate([np.c_[ring, np.zeros(16)], np.c_[ring, np.full(16, TALL)]])
