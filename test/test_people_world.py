@@ -28,6 +28,7 @@ from sapiens_ros.ros.people_world import PeopleWorld, WorldOptions  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 from test_body_frames import BODY, frame_facing_camera, K, SIZE  # noqa: E402
+from world_scenes import camera_people  # noqa: E402
 
 DEPTH = np.full((240, 320), 2000, np.uint16)
 
@@ -78,41 +79,6 @@ def test_people_world_publishes_what_its_options_say(graph):
 
 # --- persons in the world frame (issue 26): real tf2 over Fast DDS -------------------------
 
-def _camera_people(camera_to_world, persons: dict, image_size=SIZE):
-    """
-    Return what one camera's tracker gives for people standing at world points.
-
-    ``persons`` is ``{track: xyz}``.
-    Each person is the canonical body (facing -x of the world, REP-103 z up), its mid-hips at
-    the world point; returns the frame's FrameResult and People (measured-depth 3D).
-    """
-    from sapiens_ros.core.people.depth import torso_poses
-    from sapiens_ros.core.people.state import People
-    from scipy.spatial.transform import Rotation
-    from test_body_frames import canonical_body, project
-
-    tracks = list(persons)
-    facing = Rotation.from_euler('z', 180, degrees=True)  # body x (forward) along world -x
-    world_to_cam = np.linalg.inv(camera_to_world)
-    xyz = []
-    for i, track in enumerate(tracks):
-        body = facing.apply(canonical_body(i)) + persons[track]
-        xyz.append(body @ world_to_cam[:3, :3].T + world_to_cam[:3, 3])
-    xyz = np.stack(xyz).astype(np.float32)
-    uv = project(xyz.astype(np.float64)).astype(np.float32)
-    scores = np.full(uv.shape[:2], 0.9, np.float32)
-    boxes = np.concatenate([uv.min(1) - 10, uv.max(1) + 10], 1).astype(np.float32)
-    from sapiens_ros.core.pipeline.pipeline import FrameResult
-    from sapiens_ros.core.processing.heads.pose import PoseResult
-    result = FrameResult(image_size, pose=PoseResult(uv, scores, boxes,
-                                                     np.ones(len(uv), np.float32)))
-    position, orientation, valid = torso_poses(xyz)
-    ids = np.asarray(tracks, np.int64)
-    people = People(0.0, ids, uv, uv, scores, xyz, xyz, 'depth', position, orientation, valid,
-                    None, True, ids)
-    return result, people
-
-
 def _stamp(t: float) -> Header:
     header = Header()
     header.stamp.sec, header.stamp.nanosec = int(t), int(round(t % 1 * 1e9))
@@ -156,7 +122,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
     a, b = np.array([3.0, 0.5, 1.0]), np.array([3.2, -0.6, 1.0])
 
     def frame(camera: str, t: float, persons: dict) -> None:
-        result, people = _camera_people(cams[camera], persons)
+        result, people = camera_people(cams[camera], persons)
         header = _stamp(t)
         header.frame_id = f'{camera}_optical'
         world.publish(camera, header, result, people, image, intrinsics)
@@ -220,7 +186,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
     # A camera without a transform: its people stay out, counted, nothing else changes
     header = _stamp(t)
     header.frame_id = 'rear_optical'
-    result, people = _camera_people(np.eye(4), {6: a})
+    result, people = camera_people(np.eye(4), {6: a})
     world.publish('rear', header, result, people, image, intrinsics)
     assert world.diagnostics()['world.tf_missing'] == 1
     assert len(world.persons.world.fusion.persons()) == 2

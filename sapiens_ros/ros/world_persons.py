@@ -103,12 +103,16 @@ class WorldPersons:
     def _publish(self, world: Header, state: WorldState, joints_tf: bool) -> None:
         if self.hri is not None:
             self.hri.update(world, state.persons, state.stamp)
-        if self._tf is not None and state.stamp > self._tf_stamp and state.persons:
+        markers = self._markers.get_subscription_count() > 0
+        send_tf = self._tf is not None and state.stamp > self._tf_stamp and state.persons
+        skeletons = self.world.skeletons_of(state.persons) \
+            if markers or (send_tf and joints_tf) else None
+        if send_tf:
             self._tf_stamp = state.stamp
             self._tf.send(person_transforms(world, state.persons,
-                                            state.skeletons if joints_tf else None))
-        if self._markers.get_subscription_count():
-            self._markers.publish(person_markers(world, state.skeletons, limbs()))
+                                            skeletons if joints_tf else None))
+        if markers:
+            self._markers.publish(person_markers(world, skeletons, limbs()))
 
     def expire(self) -> None:
         """

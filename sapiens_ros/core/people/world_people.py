@@ -48,12 +48,11 @@ TIME_BACK_RESET_S = 3.0
 
 @dataclass
 class WorldState:
-    """The world after one camera frame: persons predicted to its stamp, their skeletons."""
+    """The world after one camera frame: the persons predicted to its stamp."""
 
     stamp: float
     frame: FusedFrame
     persons: list[WorldPerson]
-    skeletons: list[FusedSkeleton]  # per person, in the same order
 
 
 class WorldPeople:
@@ -95,11 +94,12 @@ class WorldPeople:
                            None if people.xyz is None else people.xyz[rows], camera_to_world,
                            projection)
         self.skeletons.observe(camera, names, views)
-        persons = self.fusion.persons(stamp)
-        skeletons = [self.skeletons.skeleton(p.person_id, [(b.camera, b.body_id)
-                                                           for b in p.bodies])
-                     for p in persons]
-        return WorldState(stamp, fused, persons, skeletons)
+        return WorldState(stamp, fused, self.fusion.persons(stamp))
+
+    def skeletons_of(self, persons: list[WorldPerson]) -> list[FusedSkeleton]:
+        """Return the fused skeleton of each of ``persons`` (only when someone wants them)."""
+        return self.skeletons.skeletons([(p.person_id, [(b.camera, b.body_id)
+                                                        for b in p.bodies]) for p in persons])
 
     def _check_time(self, camera: str, stamp: float) -> None:
         last = self._last.get(camera)

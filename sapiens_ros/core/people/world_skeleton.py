@@ -126,28 +126,65 @@ class SkeletonFusion:
 
     def skeleton(self, person_id: str, bodies: Sequence[tuple[str, str]]) -> FusedSkeleton:
         """Fuse the views of one person's ``bodies`` ((camera, body id), most certain first)."""
-        views = [self._views[b] for b in bodies if b in self._views]
+        return self.skeletons([(person_id, bodies)])[0]
+
+    def skeletons(self, persons: Sequence[tuple[str, Sequence[tuple[str, str]]]]
+                  ) -> list[FusedSkeleton]:
+        """
+        Fuse every person's views: ``persons`` is ``[(person id, bodies)]``, bodies as above.
+
+        One triangulation for all of them: the joints of every person that two views with
+        projections see are stacked, each view a row of the distinct projections (a moving
+        camera's frames differ), its weight 0 for the persons it does not see.
+        """
         joints = len(joint_names())
-        xyz = np.full((joints, 3), np.nan)
-        tri = np.zeros(joints, bool)
-        if not views:
-            return FusedSkeleton(person_id, xyz, tri, 0)
-        newest = max(v.stamp for v in views)
-        together = [v for v in views if v.stamp >= newest - self.window]
-        with_p = [v for v in together if v.projection is not None]
-        if len(with_p) >= 2:
-            result = triangulate(np.stack([v.uv for v in with_p]),
-                                 np.stack([v.scores for v in with_p]),
-                                 np.stack([v.projection for v in with_p]),
-                                 min_score=self.min_score)
-            xyz[result.valid] = result.xyz[result.valid]
-            tri = result.valid.copy()
-        stale = [v for v in views if v.stamp < newest - self.window]
-        for view in together + stale:  # in step, most certain first: the first that has it
-            take = ~np.isfinite(xyz).all(1) & np.isfinite(view.xyz).all(1) & \
-                (view.scores >= self.min_score)
-            xyz[take] = view.xyz[take]
-        return FusedSkeleton(person_id, xyz, tri, len(views))
+        out, rows = [], []  # rows: (person index, its in-step views with a projection)
+        for person_id, bodies in persons:
+            views = [self._views[b] for b in bodies if b in self._views]
+            xyz = np.full((joints, 3), np.nan)
+            out.append(FusedSkeleton(person_id, xyz, np.zeros(joints, bool), len(views)))
+            if not views:
+                rows.append((views, []))
+                continue
+            newest = max(v.stamp for v in views)
+            together = [v for v in views if v.stamp >= newest - self.window]
+            stale = [v for v in views if v.stamp < newest - self.window]
+            with_p = [v for v in together if v.projection is not None]
+            rows.append((together + stale, with_p if len(with_p) >= 2 else []))
+        self._triangulate(out, [r[1] for r in rows])
+        for skel, (ordered, _) in zip(out, rows, strict=True):
+            for view in ordered:  # in step, most certain first: the first that has it
+                take = ~np.isfinite(skel.xyz).all(1) & np.isfinite(view.xyz).all(1) & \
+                    (view.scores >= self.min_score)
+                skel.xyz[take] = view.xyz[take]
+        return out
+
+    def _triangulate(self, out: list[FusedSkeleton], views: list[list[BodyView]]) -> None:
+        """Triangulate, in one call, the joints of each person with two or more ``views``."""
+        who = [k for k, v in enumerate(views) if v]
+        if not who:
+            return
+        joints = len(joint_names())
+        cams: dict[int, int] = {}  # id of a projection array -> its row
+        projections = []
+        for k in who:
+            for view in views[k]:
+                if id(view.projection) not in cams:
+                    cams[id(view.projection)] = len(projections)
+                    projections.append(view.projection)
+        points = np.zeros((len(projections), len(who) * joints, 2))
+        scores = np.zeros((len(projections), len(who) * joints))
+        for slot, k in enumerate(who):
+            cols = slice(slot * joints, (slot + 1) * joints)
+            for view in views[k]:
+                row = cams[id(view.projection)]
+                points[row, cols], scores[row, cols] = view.uv, view.scores
+        result = triangulate(points, scores, np.stack(projections), min_score=self.min_score)
+        for slot, k in enumerate(who):
+            cols = slice(slot * joints, (slot + 1) * joints)
+            valid = result.valid[cols]
+            out[k].xyz[valid] = result.xyz[cols][valid]
+            out[k].triangulated = valid.copy()
 
 
 __all__ = ['BodyView', 'FusedSkeleton', 'SKELETON_FORMAT', 'SkeletonFusion', 'body_views',
