@@ -72,6 +72,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='no person tracking (ids -1, nothing smoothed), as tracking:=false')
     p.add_argument('--smooth-keypoints', action='store_true',
                    help='pose/keypoints One-Euro filtered (default raw), as the node parameter')
+    p.add_argument('--world-frame', default='', metavar='FRAME',
+                   help="persons in this tf2 frame (odom, map...) from every camera, with the "
+                        "bag's /tf and /tf_static and each camera's camera_info, as the node's "
+                        'world_frame (needs tf2_ros; 3D from the pointmap)')
     p.add_argument('--no-progress', action='store_true', help='no progress output')
     p.add_argument('--checkpoint-seconds', type=float, default=1.0, metavar='S',
                    help='make the output durable at most every S seconds: the work a kill -9 '
@@ -158,7 +162,7 @@ def replay_options(args: argparse.Namespace, input_bag: str):
         input_bag=input_bag, output_bag=args.out, topics=topics or None, batch=args.batch,
         start=args.start, end=args.end, every=args.every, storage=args.storage,
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
-        namespace=args.namespace, progress=not args.no_progress,
+        namespace=args.namespace, progress=not args.no_progress, world_frame=args.world_frame,
         checkpoint_seconds=args.checkpoint_seconds,
         people=PeopleConfig(tracking=not args.no_tracking), rates=parse_rates(args.rates),
         messages=MessageOptions(outputs=parse_outputs(args.outputs, parse_tasks(args.tasks)),

@@ -44,7 +44,7 @@ from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
 from .decode import decode_item, DEFAULT_MAX_PIXELS, fallback_header, FrameItem
-from .naming import DEFAULT_NAMESPACE, errors_topic, output_prefixes, output_topic
+from .naming import DEFAULT_NAMESPACE, errors_topic, output_prefixes, output_topic, world_topic
 from .progress import Progress
 from .records import error_record
 from .resume import best_partial, leftovers, PartialRun, swap_in, temp_path
@@ -54,16 +54,19 @@ from .source import InputBag
 from .stop import StopSignals
 from .summary import Summary
 from .video import VideoOut
+from .world import BagWorld
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
 from ..ros.messages import build_messages, info_messages
-from ..ros.qos import LATCHED_QOS, output_qos
+from ..ros.qos import LATCHED_QOS, output_qos, TF_QOS
 from ..ros.render_plan import MessageOptions, render_request
 from ..ros.stamps import stamp_seconds
+from ..ros.tf_frames import TF_TOPIC
 from ..ros.topic_types import TOPIC_TYPES
 from ..ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, OUTPUT_TASK, TASK_OUTPUTS, task_outputs,
                           tasks_for)
+from ..ros.world_persons import MARKERS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +108,8 @@ class ReplayOptions:
     people: PeopleConfig = field(default_factory=PeopleConfig)
     first_track_id: int = 1  # a split bag's range k starts its ids at k * TRACK_ID_BLOCK + 1
     rates: dict[str, float] = field(default_factory=dict)  # most runs per second per task
+    #: Persons in this tf2 frame from every camera (the bag's /tf, /tf_static, camera_info).
+    world_frame: str = ''
 
 
 class Replayer:
@@ -151,6 +156,12 @@ class Replayer:
                                   self.ids) for t in dict.fromkeys(self.topics)}
         self.batch = self.opt.batch or len(self.cameras)
         self.errors = errors_topic(self.opt.namespace)
+        self.world = None
+        if self.opt.world_frame:
+            if 'pose' not in self.tasks:
+                raise BagError('--world-frame fuses tracked people: it needs the pose task')
+            self.world = BagWorld(bag, self.opt.world_frame, self.topics,
+                                  world_topic(self.opt.namespace, MARKERS_TOPIC))
         self.outputs = {output_topic(p, s): t for t, p in self.prefixes.items()
                         for s in self.suffixes}
         start, end = bag.start_ns, bag.end_ns
@@ -198,6 +209,14 @@ class Replayer:
         from diagnostic_msgs.msg import DiagnosticArray
 
         bag.add(self.errors, msgtype_of(DiagnosticArray), bag_qos(output_qos(10)))
+        if self.world is not None:
+            for topic, kind in self.world.topics().items():
+                msgtype = msgtype_of(kind)
+                if msgtype not in bag.typestore.types:
+                    log.warning('not writing %s: the output typestore has no %s', topic, msgtype)
+                elif topic not in bag.connections:
+                    bag.add(topic, msgtype, bag_qos(TF_QOS if topic == TF_TOPIC
+                                                    else output_qos(OUTPUT_DEPTH)))
         bag.checkpoint()
         return bag
 
@@ -249,7 +268,9 @@ class Replayer:
 
     def _read(self, bag: InputBag, stop: StopSignals) -> None:
         wanted = {c.topic for c in self.connections}
-        conns = [] if self.opt.copy_inputs else self.connections
+        infos = self.world.info_topics if self.world is not None else {}
+        conns = [] if self.opt.copy_inputs else self.connections + [
+            c for c in bag.connections if c.topic in infos]
         copies = {}
         position = self._first_index(bag)  # per topic: index of the next message
         seen: Counter = Counter()
@@ -273,6 +294,8 @@ class Replayer:
                         copies[conn.topic] = conn
                         self._jobs.put(('connect', conn))
                     self._jobs.put(('copy', conn.topic, time_ns, raw))
+                if conn.topic in infos:
+                    self.world.camera_info(conn.topic, raw)
                 if conn.topic not in wanted:
                     continue
                 index = position[conn.topic]
@@ -305,10 +328,13 @@ class Replayer:
     def _request(self, item: FrameItem) -> FrameRequest:
         """Build the scheduler's request of a frame (stamp: the header's, else the bag time)."""
         frame = item.frame
+        world = self.world is not None
         return FrameRequest(self.cameras[item.topic], frame.pixels,
                             stamp_seconds(item.header.stamp) or item.time_ns * 1e-9, self.wanted,
                             color_order=frame.color_order,
-                            people_3d='people/poses' in self.suffixes, render=self.render)
+                            fx=self.world.focal_length(item.topic) if world else None,
+                            people_3d=world or 'people/poses' in self.suffixes,
+                            render=self.render)
 
     def _infer(self, items: list[FrameItem], drain: bool = False) -> list[FrameItem]:
         """
@@ -466,6 +492,10 @@ class Replayer:
                 prefix = self.prefixes[item.topic]
                 for suffix, raw in data.items():
                     out.write(output_topic(prefix, suffix), item.time_ns, raw)
+                if self.world is not None and people is not None:
+                    for topic, msg in self.world.update(item.topic, item.header, people, image):
+                        if topic in out.connections:
+                            out.write(topic, item.time_ns, serialize_message(msg))
                 self.summary.processed += 1
                 if self.video is not None and item.topic == self.topics[0]:
                     self.video.write_panels(image, result, people)

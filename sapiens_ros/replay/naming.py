@@ -31,6 +31,11 @@ def errors_topic(namespace: str = DEFAULT_NAMESPACE) -> str:
     return f'{_clean(namespace)}/errors'
 
 
+def world_topic(namespace: str, suffix: str) -> str:
+    """Return a topic of the whole replay (not of one camera): ``/sapiens/persons/markers``."""
+    return f'{_clean(namespace)}/{suffix}'
+
+
 def camera_namespace(topic: str) -> str:
     """Return the camera part of an image topic: ``/front/image_raw/compressed`` -> ``/front``."""
     parts = [p for p in topic.split('/') if p]

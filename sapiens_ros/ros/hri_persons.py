@@ -32,7 +32,7 @@ A person's topics live while the person does; the ``person_<id>`` TF frame comes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rclpy.node import Node
 from std_msgs.msg import Bool, Float32, Header, String
@@ -58,7 +58,31 @@ class _Person:
     confidence: object
     sent_body: str | None = None
     sent_confidence: float | None = None
-    matches: dict[str, float] = field(default_factory=dict)  # body id -> stamp sent
+
+
+class MatchPacer:
+    """Which body <-> person matches are due: new links, then once per ``period`` (stamp s)."""
+
+    def __init__(self, period: float = MATCH_PERIOD_S) -> None:
+        self.period = period
+        self._sent: dict[tuple[str, str], float] = {}
+
+    def due(self, persons: list[WorldPerson], now: float) -> list:
+        """Return the ``IdsMatch`` messages to send now (and note them as sent)."""
+        out = []
+        live = set()
+        for person in persons:
+            for link in person.bodies:
+                key = (link.body_id, person.person_id)
+                live.add(key)
+                sent = self._sent.get(key)
+                if sent is None or now - sent >= self.period or now < sent:
+                    out.append(IdsMatch(id1=link.body_id, id1_type=IdsMatch.BODY,
+                                        id2=person.person_id, id2_type=IdsMatch.PERSON,
+                                        confidence=float(link.confidence)))
+                    self._sent[key] = now
+        self._sent = {k: v for k, v in self._sent.items() if k in live}
+        return out
 
 
 class HriPersons:
@@ -72,6 +96,7 @@ class HriPersons:
         self._tracked = destroyable_publisher(node, IdsList, f'{PERSONS_NS}/tracked', HRI_QOS)
         self._known = destroyable_publisher(node, IdsList, f'{PERSONS_NS}/known', HRI_QOS)
         self._matches = destroyable_publisher(node, IdsMatch, MATCHES_TOPIC, HRI_MATCHES_QOS)
+        self._pacer = MatchPacer()
 
     @property
     def persons(self) -> list[str]:
@@ -101,13 +126,8 @@ class HriPersons:
                     CONFIDENCE_STEP:
                 state.confidence.publish(Float32(data=float(conf)))
                 state.sent_confidence = conf
-            for link in person.bodies:
-                sent = state.matches.get(link.body_id)
-                if sent is None or now - sent >= MATCH_PERIOD_S or now < sent:
-                    self._matches.publish(IdsMatch(
-                        id1=link.body_id, id1_type=IdsMatch.BODY, id2=person.person_id,
-                        id2_type=IdsMatch.PERSON, confidence=float(link.confidence)))
-                    state.matches[link.body_id] = now
+        for match in self._pacer.due(persons, now):
+            self._matches.publish(match)
         ids = [p.person_id for p in persons]
         self._tracked.publish(IdsList(header=header, ids=ids))
         self._known.publish(IdsList(header=header, ids=ids))
@@ -133,4 +153,4 @@ class HriPersons:
             self._node.destroy_publisher(pub)
 
 
-__all__ = ['MATCHES_TOPIC', 'PERSONS_NS', 'HriPersons']
+__all__ = ['MATCHES_TOPIC', 'PERSONS_NS', 'HriPersons', 'MatchPacer']

@@ -26,6 +26,7 @@ per-camera behaviour).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 from rclpy.duration import Duration
@@ -59,20 +60,28 @@ def transform_matrix(translation, rotation) -> np.ndarray:
 
 
 class WorldFrame:
-    """Look cameras up in ``world_frame`` (``odom``, ``map``, ``base_link``...) with tf2."""
+    """
+    Look cameras up in ``world_frame`` (``odom``, ``map``, ``base_link``...) with tf2.
 
-    def __init__(self, node, world_frame: str, cache_s: float = CACHE_S) -> None:
+    With a ``node``, a ``TransformListener`` on it fills the buffer from /tf and /tf_static
+    (the node's executor spins it); without (replay), the caller fills :attr:`buffer` and
+    ``warn`` takes the throttled lines.
+    """
+
+    def __init__(self, node, world_frame: str, cache_s: float = CACHE_S,
+                 warn: Callable[[str], None] | None = None) -> None:
         if TF2_ROS_ERROR is not None:
             raise RuntimeError(f'the world frame needs tf2_ros ({TF2_ROS_ERROR}); install '
                                'ros-$ROS_DISTRO-tf2-ros-py')
         if not world_frame or world_frame.startswith('/'):
             raise ValueError(f'world_frame must be a tf2 frame id (no leading /), got '
                              f'{world_frame!r}')
-        self.node = node
         self.world_frame = world_frame
         self.buffer = Buffer(cache_time=Duration(seconds=cache_s))
+        self._warn = warn or (lambda line: node.get_logger().warning(line))
         # Spun by the node's executor (no thread of its own), /tf and /tf_static as tf2 QoS.
-        self.listener = TransformListener(self.buffer, node, spin_thread=False)
+        self.listener = TransformListener(self.buffer, node, spin_thread=False) \
+            if node is not None else None
         self.counters: Counter = Counter()
         self._throttle = Throttle(5.0)
 
@@ -100,14 +109,14 @@ class WorldFrame:
         suppressed = self._throttle.check(f'{kind}:{frame_id}')
         if suppressed is not None:
             more = f' ({suppressed} more)' if suppressed else ''
-            self.node.get_logger().warning(
-                f'no transform {frame_id!r} -> {self.world_frame!r} ({kind}): {why}; that '
-                f"camera's people stay out of the world for this frame{more}")
+            self._warn(f'no transform {frame_id!r} -> {self.world_frame!r} ({kind}): {why}; '
+                       f"that camera's people stay out of the world for this frame{more}")
         return None
 
     def close(self) -> None:
         """Stop listening to /tf (before the node is destroyed)."""
-        self.listener.unregister()
+        if self.listener is not None:
+            self.listener.unregister()
 
 
 __all__ = ['CACHE_S', 'LOOKUPS', 'TF2_ROS_ERROR', 'WorldFrame', 'transform_matrix']
