@@ -26,6 +26,10 @@ People in the world: identity switches, position error and cost of the world fus
    true torso centre at each fused body.
 2. ``WorldFusion.update`` cost per camera frame (CPU, one thread), 4 cameras x 10 people and
    others, and ``persons()`` (what a publisher calls).
+3. What the node pays per camera frame with ``world_frame``: ``WorldPeople.update`` (the 308
+   keypoints' People to bodies, the appearance from a 1024x768 image, the fusion, persons),
+   and the fused skeletons (one batched triangulation) that ``persons/markers`` and
+   ``person_joints_tf`` add, 4 cameras x 10 people standing in a room.
 
     python benchmarks/bench_world.py [--seeds 20]
 """
@@ -40,7 +44,10 @@ import numpy as np
 from sapiens_ros.core.people.hri_ids import FiveLetterIds
 from sapiens_ros.core.people.synthetic import (
     corridor_scene, crossing_scene, crowd_scene, handover_scene, run, Scene)
+from sapiens_ros.core.people.synthetic import camera_people, intrinsics
+from sapiens_ros.core.people.triangulate import look_at
 from sapiens_ros.core.people.world import WorldFusion
+from sapiens_ros.core.people.world_people import WorldPeople
 
 SCENES: list[tuple[str, Callable[[int], Scene], float]] = [
     ('hand-over (3 people, 2 depth cameras)', handover_scene, 14.0),
@@ -98,6 +105,37 @@ def cost_table(repeat: int) -> None:
               f'| {np.percentile(us, 99):.0f} | {np.median(listing) * 1e6:.0f} |')
 
 
+def node_table(repeat: int) -> None:
+    """Print WorldPeople.update and skeletons_of per camera frame, 4 cameras x 10 people."""
+    rng = np.random.default_rng(0)
+    centre = np.array([4.0, 0.0, 1.0])
+    cams = [look_at(centre + [4.5 * np.cos(a), 4.5 * np.sin(a), 0.3], centre)
+            for a in np.linspace(0, 2 * np.pi, 4, endpoint=False)]
+    k = intrinsics(1024, 768, 70.0)
+    spots = {i: centre + [rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), 0.0]
+             for i in range(10)}
+    frames = [camera_people(pose, k, {10 * c + i: at for i, at in spots.items()})
+              for c, pose in enumerate(cams)]
+    image = rng.integers(0, 255, (768, 1024, 3), np.uint8)
+    update, skeleton = [], []
+    for _ in range(repeat):
+        world = WorldPeople(ids=FiveLetterIds(0))
+        for step in range(30):
+            for c, (pose, people) in enumerate(zip(cams, frames, strict=True)):
+                start = time.perf_counter()
+                state = world.update(f'cam{c}', step / 30 + c * 0.005, pose, people, image, k)
+                middle = time.perf_counter()
+                world.skeletons_of(state.persons)
+                update.append(middle - start)
+                skeleton.append(time.perf_counter() - middle)
+    print('| per camera frame, 4 cameras x 10 people | median ms | p99 ms |')
+    print('|---|---|---|')
+    for name, values in (('WorldPeople.update (bodies, appearance, fusion, persons)', update),
+                         ('skeletons_of (10 persons, batched triangulation)', skeleton)):
+        ms = np.array(values) * 1e3
+        print(f'| {name} | {np.median(ms):.2f} | {np.percentile(ms, 99):.2f} |')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--seeds', type=int, default=20)
@@ -107,6 +145,8 @@ def main() -> None:
     identity_table(args.seeds)
     print('\n## World fusion cost per camera frame (CPU)\n')
     cost_table(args.repeat)
+    print('\n## The node\'s world step per camera frame (CPU)\n')
+    node_table(args.repeat)
 
 
 if __name__ == '__main__':

@@ -20,6 +20,7 @@ from sapiens_ros.core.models.metadata import keypoint_info
 from sapiens_ros.core.people.body_frames import body_frames, body_id, JOINT_KEYPOINTS
 from sapiens_ros.core.people.hri_ids import is_hri_id, TrackNames
 from sapiens_ros.core.people.state import People, PeopleState
+from sapiens_ros.core.people.synthetic import standing_body, STANDING
 from sapiens_ros.core.people.tracking import IdAllocator
 from sapiens_ros.core.pipeline.pipeline import FrameResult
 from sapiens_ros.core.processing.heads.pose import PoseResult
@@ -29,21 +30,8 @@ NAMES = keypoint_info().names
 SIZE = (480, 640)
 K = np.array([[525.0, 0.0, 319.5], [0.0, 525.0, 239.5], [0.0, 0.0, 1.0]])
 #: A standing person in its own REP-155 body frame (x forward, y left, z up; metres).
-BODY = {'left_hip': (0, 0.1, 0), 'right_hip': (0, -0.1, 0), 'left_shoulder': (0, 0.18, 0.5),
-        'right_shoulder': (0, -0.18, 0.5), 'left_elbow': (0, 0.22, 0.25),
-        'right_elbow': (0, -0.22, 0.25), 'left_wrist': (0.1, 0.22, 0.05),
-        'right_wrist': (0.1, -0.22, 0.05), 'left_knee': (0, 0.1, -0.45),
-        'right_knee': (0, -0.1, -0.45), 'left_ankle': (0, 0.1, -0.9),
-        'right_ankle': (0, -0.1, -0.9), 'left_eye': (0.08, 0.03, 0.75),
-        'right_eye': (0.08, -0.03, 0.75), 'nose': (0.1, 0, 0.72)}
-
-
-def canonical_body(seed=0) -> np.ndarray:
-    """``(308, 3)`` keypoints of the standing person in its body frame (others near the head)."""
-    pts = np.random.default_rng(seed).uniform(-0.05, 0.05, (308, 3)) + [0.05, 0, 0.7]
-    for name, xyz in BODY.items():
-        pts[NAMES.index(name)] = xyz
-    return pts
+BODY = STANDING
+canonical_body = standing_body
 
 
 def people_at(rotation: Rotation, origin, ids=(1,), metric=True) -> People:

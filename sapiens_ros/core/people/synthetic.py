@@ -15,6 +15,11 @@
 """
 Synthetic multi-camera scenes for the world fusion's tests and benchmarks (ROS-free).
 
+Two levels. :func:`camera_people` gives one camera frame's tracked :class:`~.state.People`
+(308 keypoints in pixels and metres) for standing people at world points: what
+:class:`~.world_people.WorldPeople` takes. The scenes below give the torso observations alone,
+for the fusion:
+
 People walk through a room along piecewise-linear paths (world frame: z up). Cameras have a
 pose (optical frame: z forward, x right, y down), intrinsics and a rate. Each camera frame sees
 the people whose torso centre projects into its image within range and is not behind a nearer
@@ -33,8 +38,55 @@ import math
 
 import numpy as np
 
+from .depth import torso_poses
+from .state import People
 from .triangulate import look_at
 from .world import BodyObservation, WorldConfig
+from ..models.metadata import keypoint_info
+
+#: A standing person in its own REP-155 body frame (x forward, y left, z up; metres), origin
+#: mid-hips; the other keypoints of the 308 scatter about the head.
+STANDING = {'left_hip': (0, 0.1, 0), 'right_hip': (0, -0.1, 0), 'left_shoulder': (0, 0.18, 0.5),
+            'right_shoulder': (0, -0.18, 0.5), 'left_elbow': (0, 0.22, 0.25),
+            'right_elbow': (0, -0.22, 0.25), 'left_wrist': (0.1, 0.22, 0.05),
+            'right_wrist': (0.1, -0.22, 0.05), 'left_knee': (0, 0.1, -0.45),
+            'right_knee': (0, -0.1, -0.45), 'left_ankle': (0, 0.1, -0.9),
+            'right_ankle': (0, -0.1, -0.9), 'left_eye': (0.08, 0.03, 0.75),
+            'right_eye': (0.08, -0.03, 0.75), 'nose': (0.1, 0, 0.72)}
+
+
+def standing_body(seed: int = 0) -> np.ndarray:
+    """Return ``(308, 3)`` keypoints of the standing person in its body frame."""
+    names = keypoint_info().names
+    pts = np.random.default_rng(seed).uniform(-0.05, 0.05, (len(names), 3)) + [0.05, 0, 0.7]
+    for name, xyz in STANDING.items():
+        pts[names.index(name)] = xyz
+    return pts
+
+
+def camera_people(camera_to_world: np.ndarray, camera_matrix: np.ndarray,
+                  persons: dict[int, np.ndarray], yaw_deg: float = 180.0) -> People:
+    """
+    Return one camera frame's tracked people standing at world points (measured-depth 3D).
+
+    ``persons`` maps a track id to the world point of the person's mid-hips; each is
+    :func:`standing_body` (seeded by its row) turned by ``yaw_deg`` about the world's z (180:
+    facing -x), seen by the camera at ``camera_to_world`` with ``camera_matrix``.
+    """
+    from scipy.spatial.transform import Rotation
+
+    tracks = list(persons)
+    turn = Rotation.from_euler('z', yaw_deg, degrees=True)
+    world_to_cam = np.linalg.inv(camera_to_world)
+    xyz = np.stack([(turn.apply(standing_body(i)) + persons[t]) @ world_to_cam[:3, :3].T
+                    + world_to_cam[:3, 3] for i, t in enumerate(tracks)]).astype(np.float32)
+    uvw = xyz.astype(np.float64) @ np.asarray(camera_matrix, np.float64).T
+    uv = (uvw[..., :2] / uvw[..., 2:]).astype(np.float32)
+    scores = np.full(uv.shape[:2], 0.9, np.float32)
+    position, orientation, valid = torso_poses(xyz)
+    ids = np.asarray(tracks, np.int64)
+    return People(0.0, ids, uv, uv, scores, xyz, xyz, 'depth', position, orientation, valid,
+                  None, True, ids)
 
 
 @dataclass
