@@ -43,8 +43,8 @@ import time
 import numpy as np
 from sapiens_ros.core.people.hri_ids import FiveLetterIds
 from sapiens_ros.core.people.synthetic import (
-    corridor_scene, crossing_scene, crowd_scene, handover_scene, run, Scene)
-from sapiens_ros.core.people.synthetic import camera_people, intrinsics
+    camera_people, corridor_scene, crossing_scene, crowd_scene, handover_scene, intrinsics, run,
+    Scene)
 from sapiens_ros.core.people.triangulate import look_at
 from sapiens_ros.core.people.world import WorldFusion
 from sapiens_ros.core.people.world_people import WorldPeople
@@ -145,7 +145,7 @@ def main() -> None:
     identity_table(args.seeds)
     print('\n## World fusion cost per camera frame (CPU)\n')
     cost_table(args.repeat)
-    print('\n## The node\'s world step per camera frame (CPU)\n')
+    print('\n## The world step of the node, per camera frame (CPU)\n')
     node_table(args.repeat)
 
 

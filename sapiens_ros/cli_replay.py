@@ -73,9 +73,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--smooth-keypoints', action='store_true',
                    help='pose/keypoints One-Euro filtered (default raw), as the node parameter')
     p.add_argument('--world-frame', default='', metavar='FRAME',
-                   help="persons in this tf2 frame (odom, map...) from every camera, with the "
-                        "bag's /tf and /tf_static and each camera's camera_info, as the node's "
-                        'world_frame (needs tf2_ros; 3D from the pointmap)')
+                   help='persons in this tf2 frame (odom, map...) from every camera, with the '
+                        'TF of the bag (/tf, /tf_static) and the camera_info of each camera, as '
+                        "the node's world_frame (needs tf2_ros; 3D from the pointmap)")
     p.add_argument('--no-progress', action='store_true', help='no progress output')
     p.add_argument('--checkpoint-seconds', type=float, default=1.0, metavar='S',
                    help='make the output durable at most every S seconds: the work a kill -9 '

@@ -20,7 +20,7 @@ from sapiens_ros.core.models.metadata import keypoint_info
 from sapiens_ros.core.people.body_frames import body_frames, body_id, JOINT_KEYPOINTS
 from sapiens_ros.core.people.hri_ids import is_hri_id, TrackNames
 from sapiens_ros.core.people.state import People, PeopleState
-from sapiens_ros.core.people.synthetic import standing_body, STANDING
+from sapiens_ros.core.people.synthetic import STANDING, standing_body
 from sapiens_ros.core.people.tracking import IdAllocator
 from sapiens_ros.core.pipeline.pipeline import FrameResult
 from sapiens_ros.core.processing.heads.pose import PoseResult

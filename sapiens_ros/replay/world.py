@@ -39,8 +39,8 @@ from .rosbag2 import BagError
 from ..core.people.state import People
 from ..core.people.world_people import WorldPeople
 from ..core.people.world_skeleton import limbs
-from ..ros.hri_persons import MATCHES_TOPIC, MatchPacer, PERSONS_NS
 from ..ros.hri_bodies import HRI_MSGS_ERROR, IdsList
+from ..ros.hri_persons import MATCHES_TOPIC, MatchPacer, PERSONS_NS
 from ..ros.messages import person_markers
 from ..ros.tf_frames import person_transforms, TF_TOPIC, TFMessage
 from ..ros.world_frame import LOOKUPS, TF2_ROS_ERROR, WorldFrame
@@ -70,7 +70,7 @@ class BagWorld:
                            'install ros-$ROS_DISTRO-tf2-ros-py')
         tf_conns = [c for c in bag.connections if c.msgtype == TF_TYPE]
         if not tf_conns:
-            raise BagError(f'--world-frame {world_frame} needs the bag\'s /tf or /tf_static, '
+            raise BagError(f'--world-frame {world_frame} needs /tf or /tf_static in the bag, '
                            f'and {bag.path} records no {TF_TYPE} topic')
         span = max(0.0, (bag.end_ns - bag.start_ns) / 1e9) + 10.0
         self.frame = WorldFrame(None, world_frame, cache_s=span, warn=log.warning)
@@ -104,7 +104,7 @@ class BagWorld:
         return out
 
     def camera_info(self, topic: str, raw: bytes) -> None:
-        """Keep a camera's newest camera_info (its K: triangulation, a metric pointmap)."""
+        """Keep the newest K of a camera (triangulation, a metric pointmap) from its info."""
         info = deserialize_message(raw, CameraInfo)
         k = np.asarray(info.k, np.float64).reshape(3, 3)
         if np.isfinite(k).all() and k[0, 0] > 0 and k[1, 1] > 0:
@@ -140,7 +140,7 @@ class BagWorld:
         return out
 
     def diagnostics(self) -> dict:
-        """The fusion's counters and the lookups, for the summary."""
+        """Return the fusion's counters and the lookups, for the summary."""
         out = dict(self.world.diagnostics())
         out.update({f'tf_{k}': self.frame.counters[k] for k in LOOKUPS})
         return out
