@@ -15,6 +15,7 @@
 """REP-155 bodies over Fast DDS: the tracked list, per-body topics that live with their body."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -172,3 +173,25 @@ def test_bodies_come_and_go_from_a_worker_thread_under_any_executor(graph):
         executor.shutdown()
         spinner.join(10)
         node.destroy_node()
+
+
+def test_a_silent_camera_empties_the_tracked_list_within_track_max_age(graph):
+    """Bodies age by time: no frame for max_age, the camera's bodies and topics go."""
+    node = graph.add(rclpy.create_node('hri_silent', context=graph.context))
+    bodies = HriBodies(node)
+    tracked = graph.collect(hri.IdsList, f'{BODIES_NS}/tracked')
+    assert graph.wait(lambda: node.count_subscribers(f'{BODIES_NS}/tracked'))
+    ids = IdAllocator()
+    front, rear = PeopleState(ids=ids), PeopleState(ids=ids)
+    frame = frame_facing_camera([-0.4, 0.5])
+    bodies.update('front', _header(1), frame, front.update(frame, 1.0), IMAGE)
+    bodies.update('rear', _header(1), frame, rear.update(frame, 1.0), IMAGE)
+    assert graph.wait(lambda: tracked and tracked[-1].ids == [B1, B2, B3, B4])
+    assert bodies.expire(60.0) == []  # both sent within a minute: nothing goes
+    time.sleep(0.3)
+    bodies.update('rear', _header(1.3), frame, rear.update(frame, 1.3), IMAGE)
+    assert bodies.expire(0.2) == ['front']  # front silent for 0.3 s
+    assert graph.wait(lambda: tracked[-1].ids == [B3, B4])
+    assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/{B1}/roi') == 0)
+    bodies.close()  # consumers keep the last list: an empty one goes out first
+    assert graph.wait(lambda: tracked[-1].ids == [])

@@ -114,7 +114,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
     tracked = graph.collect(hri.IdsList, '/humans/persons/tracked')
     matches = graph.collect(hri.IdsMatch, '/humans/candidate_matches', qos(depth=50))
     buffer = tf2_ros.Buffer()
-    tf2_ros.TransformListener(buffer, graph.tester, spin_thread=False)
+    listener = tf2_ros.TransformListener(buffer, graph.tester, spin_thread=False)
     assert graph.wait(lambda: world.persons.frame.buffer.can_transform(
         'odom', 'side_optical', Time()), 10.0), 'static transforms not heard'
     intrinsics = Intrinsics(K[0, 0], K[1, 1], K[0, 2], K[1, 2])
@@ -192,6 +192,7 @@ def test_two_cameras_two_people_make_two_persons_in_the_world(graph):
     assert len(world.persons.world.fusion.persons()) == 2
     world.close()
     assert graph.wait(lambda: tracked and tracked[-1].ids == [])
+    listener.unregister()
 
 
 def test_no_world_frame_means_no_persons(graph):

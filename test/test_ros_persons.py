@@ -25,8 +25,6 @@ at fixed places of each crop (the torso in the middle of the detector's box). Ev
 the heatmaps is the node's own: decoding, tracking, depth, tf2 lookups, fusion, publishing.
 """
 
-import time
-
 import numpy as np
 import pytest
 
@@ -184,11 +182,12 @@ class Robot:
 def test_two_rgbd_cameras_two_people_two_persons_and_a_hand_over(graph):
     node = graph.perception(cameras='front,side', tasks='pose', box_source='detections',
                             use_depth=True, world_frame='odom', depth_timeout=0.0,
-                            detections_timeout=0.0)
+                            detections_timeout=0.0, hri=True)
     node.pipeline.runners['pose'] = TemplatePose(node.pipeline.runners['pose'])
     tracked = graph.collect(hri.IdsList, '/humans/persons/tracked')
+    bodies = graph.collect(hri.IdsList, '/humans/bodies/tracked')
     buffer = tf2_ros.Buffer()
-    tf2_ros.TransformListener(buffer, graph.tester, spin_thread=False)
+    listener = tf2_ros.TransformListener(buffer, graph.tester, spin_thread=False)
     robot = Robot(graph)
     scene = {'a': np.array([2.6, 0.6, 0.0]), 'b': np.array([3.4, -0.6, 0.0])}
     both = {'front': ('a', 'b'), 'side': ('a', 'b')}
@@ -232,4 +231,9 @@ def test_two_rgbd_cameras_two_people_two_persons_and_a_hand_over(graph):
     assert diag['world.persons_created'] == 2 and diag['world.tf_found'] > 0, diag
     assert diag['world.tf_missing'] == diag['world.tf_extrapolation'] == 0
     assert graph.wait(lambda: body[-1].data != body[0].data)  # the side camera's new body
-    time.sleep(0.2)
+    # live bodies: B in both cameras, A in the side camera (its front track aged out)
+    assert bodies and all(is_hri_id(b) for b in bodies[-1].ids) and len(bodies[-1].ids) == 3
+    # the cameras stop: within track_max_age (1 s) no body, within max_unseen (2 s) no person
+    assert graph.wait(lambda: bodies[-1].ids == [], 20.0)
+    assert graph.wait(lambda: tracked and tracked[-1].ids == [], 20.0)
+    listener.unregister()

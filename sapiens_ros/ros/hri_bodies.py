@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import threading
+import time
 
 import numpy as np
 from rclpy.node import Node
@@ -132,6 +133,7 @@ class HriBodies:
         self._lock = threading.Lock()
         self._bodies: dict[str, _Body] = {}
         self._live: dict[str, dict[str, int]] = {}  # camera -> body id -> track id
+        self._seen: dict[str, float] = {}  # camera -> monotonic time of its last frame
         self._tracked = self._publisher(IdsList, f'{BODIES_NS}/tracked')
 
     @property
@@ -152,6 +154,7 @@ class HriBodies:
         pose = result.pose
         size = result.image_size
         with self._lock:
+            self._seen[camera] = time.monotonic()
             self._live[camera] = {body_id(t): int(t) for t in people.tracks.tolist()}
             if pose is not None and len(people) == len(pose.boxes):
                 rows = np.flatnonzero(people.ids >= 0)
@@ -166,15 +169,41 @@ class HriBodies:
         """Drop a camera's bodies (it stopped); publish the list without them."""
         with self._lock:
             self._live.pop(camera, None)
+            self._seen.pop(camera, None)
             self._drop_lost()
-            self._publish_tracked(header or Header())
+            self._publish_tracked(header or self._now())
+
+    def expire(self, max_age: float) -> list[str]:
+        """
+        Drop the bodies of cameras that sent no frame for ``max_age`` s (wall time).
+
+        Tracks age with their camera's frames; a camera that goes silent sends none, so the
+        node's timer calls this: its bodies leave ``/tracked`` and their topics go within
+        ``track_max_age`` (plus the timer's period). Returns the cameras dropped.
+        """
+        with self._lock:
+            now = time.monotonic()
+            silent = [c for c, t in self._seen.items() if now - t > max_age and self._live.get(c)]
+            for camera in silent:
+                self._live.pop(camera, None)
+            if silent:
+                self._drop_lost()
+                self._publish_tracked(self._now())
+            return silent
 
     def close(self) -> None:
-        """Destroy every publisher."""
+        """Publish an empty list (consumers keep the last one), destroy every publisher."""
         with self._lock:
             self._live.clear()
             self._drop_lost()
+            try:
+                self._publish_tracked(self._now())
+            except Exception:  # noqa: BLE001 - a signal already shut the context down
+                pass
             self._node.destroy_publisher(self._tracked)
+
+    def _now(self) -> Header:
+        return Header(stamp=self._node.get_clock().now().to_msg())
 
     def _publish_body(self, header: Header, track: int, result: FrameResult, people: People,
                       row: int, image: np.ndarray | None, size: tuple[int, int]) -> None:

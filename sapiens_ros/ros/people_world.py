@@ -116,8 +116,10 @@ class PeopleWorld:
         """Return the world's counters (empty without a world frame)."""
         return self.persons.diagnostics() if self.persons is not None else {}
 
-    def expire(self) -> None:
-        """Age the world's persons when no camera sends (the node's timer calls it)."""
+    def expire(self, track_max_age: float) -> None:
+        """Age bodies and persons when cameras send nothing (the node's timer calls it)."""
+        if self._hri is not None:
+            self._hri.expire(track_max_age)
         if self.persons is not None:
             self.persons.expire()
 

@@ -67,6 +67,8 @@ _RUNTIME_PIPELINE_FIELDS = tuple(routed('pipeline', dict.fromkeys(PARAM_BY_NAME)
 
 #: Seconds between two looks at the colour frames waiting for their side messages.
 PAIRING_FLUSH_S = 0.02
+#: Seconds between two looks for bodies and persons of cameras that went silent.
+EXPIRE_PERIOD_S = 0.1
 
 
 def build_pipeline(tasks: tuple[str, ...], params: dict, progress: bool = False) -> Pipeline:
@@ -155,6 +157,8 @@ class PerceptionNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics',
                                                DIAGNOSTICS_QOS)
         self._diag_timer = self.create_timer(1.0, self.publish_diagnostics)
+        # bodies and persons age by time even when no camera sends (libhri keeps a last list)
+        self._expire_timer = self.create_timer(EXPIRE_PERIOD_S, self._expire_people)
         self._autostart_timer = None
         self._flush_timer = None  # releases frames waiting for their side messages
         self.autostarted = threading.Event()  # set once autostart has configured (or failed)
@@ -408,8 +412,6 @@ class PerceptionNode(LifecycleNode):
             self._flush_timer = None
         for channel in self.cameras.values():
             channel.unsubscribe()
-            if self.world is not None:
-                self.world.forget(channel.name)  # its REP-155 bodies end
         stopped = True
         if self.worker is not None:
             stopped = self.worker.stop(timeout)
@@ -417,6 +419,9 @@ class PerceptionNode(LifecycleNode):
                 # not the node's logger: rosout is gone once a signal shut the context down
                 rclpy.logging.get_logger('sapiens_ros.shutdown').warning(
                     f'{self.get_name()}: abandoning the inference step in flight')
+        if self.world is not None:  # after the worker: no frame brings a body back
+            for channel in self.cameras.values():
+                self.world.forget(channel.name)  # its REP-155 bodies end
         self.slots.clear()
         return stopped
 
@@ -497,6 +502,11 @@ class PerceptionNode(LifecycleNode):
             values.update(self.world.diagnostics())
         return values
 
+    def _expire_people(self) -> None:
+        world = self.world
+        if world is not None:
+            world.expire(self._param('track_max_age'))
+
     def publish_diagnostics(self) -> DiagnosticArray:
         """Publish (and return) the node's DiagnosticArray on /diagnostics."""
         warn_ms = self._param('latency_warn_ms')
@@ -508,8 +518,6 @@ class PerceptionNode(LifecycleNode):
                             f'not configured: {self.not_configured_reason}')
         else:
             shared_level = (DiagnosticStatus.OK, state)
-        if self.world is not None:
-            self.world.expire()
         channels = list(self.cameras.values())
         snaps = [c.stats.snapshot(self.slots.dropped[c.name]) for c in channels]
         problems = [[] for _ in channels]
