@@ -357,7 +357,8 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
         sign = _SIGNS[f'arm_{s}']
         p = np.where(has_prev[:, None], prev[:, cols], 0.0)
         th = _choose(_euler(np.nan_to_num(m), 'ZXZ') * sign, cols, p)
-        th = _into_range(_unsingular(m, th, p[:, 0], 1.0 if s == 'l' else -1.0), cols)
+        ref = np.where(has_prev, p[:, 0], th[:, 0])  # a new track: the yaw as measured
+        th = _into_range(_unsingular(m, th, ref, 1.0 if s == 'l' else -1.0), cols)
         elbow = np.arccos(np.clip((u * f).sum(-1), -1, 1))
         angles[:, cols], angles[:, _J[f'{s}_elbow']] = th, elbow
         solved[:, cols] = ok[:, None]
