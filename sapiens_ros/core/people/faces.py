@@ -186,7 +186,7 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
     dst = ALIGNED_TEMPLATE
     sc, dc = src.mean(1), dst.mean(0)
     ds, dd = src - sc[:, None], dst - dc
-    cov = np.einsum('pni,nj->pij', dd[None].repeat(len(src), 0), ds) / 5  # dst x src
+    cov = np.einsum('ni,pnj->pij', dd, ds) / 5  # dst x src
     u, s, vt = np.linalg.svd(cov)
     d = np.sign(np.linalg.det(u @ vt))
     u[:, :, 1] *= d[:, None]
