@@ -21,8 +21,15 @@ import numpy as np
 
 def unit(v: np.ndarray, eps: float = 1e-9) -> np.ndarray:
     """``v (..., 3)`` scaled to unit length (zero vectors stay zero, NaN stays NaN)."""
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    n = np.sqrt(np.einsum('...i,...i->...', v, v))[..., None]
     return v / np.maximum(n, eps)
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (3), broadcast; cheaper than ``np.cross`` on small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -1)
 
 
 def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -32,18 +39,18 @@ def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
     ``side'`` is ``side`` made orthogonal to ``aim``; both ``(..., 3)``, any length.
     """
     a = unit(aim)
-    s = unit(side - (side * a).sum(-1, keepdims=True) * a)
-    return np.stack([a, s, np.cross(a, s)], axis=-1)
+    s = unit(side - np.einsum('...i,...i->...', side, a)[..., None] * a)
+    return np.stack([a, s, cross(a, s)], axis=-1)
 
 
 def axis_rotations(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """Rotations ``(..., 3, 3)`` by ``angle (...)`` rad about unit ``axis (3,)`` or ``(..., 3)``."""
-    axis = np.broadcast_to(np.asarray(axis, np.float64), np.shape(angle) + (3,))
+    angle = np.asarray(angle, np.float64)
+    axis = np.broadcast_to(np.asarray(axis, np.float64), angle.shape + (3,))
     c, s = np.cos(angle)[..., None, None], np.sin(angle)[..., None, None]
-    x, y, z = axis[..., 0], axis[..., 1], axis[..., 2]
-    zero = np.zeros_like(x)
-    k = np.stack([np.stack([zero, -z, y], -1), np.stack([z, zero, -x], -1),
-                  np.stack([-y, x, zero], -1)], -2)
+    k = np.zeros(angle.shape + (3, 3))
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -axis[..., 2], axis[..., 1], -axis[..., 0]
+    k -= np.swapaxes(k, -1, -2)
     outer = axis[..., :, None] * axis[..., None, :]
     return c * np.eye(3) + s * k + (1 - c) * outer
 
@@ -53,36 +60,55 @@ def wrap(angle: np.ndarray) -> np.ndarray:
     return (np.asarray(angle) + np.pi) % (2 * np.pi) - np.pi
 
 
-def matrix_to_quat(m: np.ndarray) -> np.ndarray:
-    """Rotation matrices ``(..., 3, 3)`` to quaternions ``(..., 4)`` x, y, z, w with w >= 0."""
-    m = np.asarray(m, np.float64)
-    t = np.stack([1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
-                  1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
-                  1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2],
-                  1 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]], -1)
-    # the largest of 4x^2, 4y^2, 4z^2, 4w^2 is the stable one to divide by
+def _shepperd(m: np.ndarray) -> np.ndarray:
+    """Quaternions ``(N, 4)`` of ``m (N, 3, 3)``, dividing by the largest component."""
+    t = np.stack([1 + m[:, 0, 0] - m[:, 1, 1] - m[:, 2, 2], 1 - m[:, 0, 0] + m[:, 1, 1]
+                  - m[:, 2, 2], 1 - m[:, 0, 0] - m[:, 1, 1] + m[:, 2, 2],
+                  1 + m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]], -1)
     best = np.argmax(t, -1)
-    r = np.sqrt(np.maximum(np.take_along_axis(t, best[..., None], -1), 1e-12))[..., 0]
-    off = np.stack([m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
-                    m[..., 1, 0] - m[..., 0, 1], m[..., 0, 1] + m[..., 1, 0],
-                    m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1]], -1)
-    wx, wy, wz, xy, xz, yz = (off[..., i] for i in range(6))
+    r = np.sqrt(np.maximum(t[np.arange(len(m)), best], 1e-12))
+    wx, wy, wz = m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]
+    xy, xz, yz = m[:, 0, 1] + m[:, 1, 0], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1]
     cand = np.stack([np.stack([r * r, xy, xz, wx], -1), np.stack([xy, r * r, yz, wy], -1),
-                     np.stack([xz, yz, r * r, wz], -1), np.stack([wx, wy, wz, r * r], -1)], -2)
-    q = np.take_along_axis(cand, best[..., None, None], -2)[..., 0, :] / (2 * r[..., None])
-    q = q * np.where(q[..., 3:] < 0, -1.0, 1.0)
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+                     np.stack([xz, yz, r * r, wz], -1), np.stack([wx, wy, wz, r * r], -1)], 1)
+    return cand[np.arange(len(m)), best] / (2 * r[:, None])
+
+
+def matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """Rotation matrices ``(..., 3, 3)`` to unit quaternions ``(..., 4)`` x, y, z, w, w >= 0."""
+    m = np.asarray(m, np.float64)
+    shape = m.shape[:-2]
+    m = m.reshape(-1, 3, 3)
+    d0, d1, d2 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    q = np.empty((len(m), 4))
+    q[:, 3] = np.sqrt(np.maximum(1 + d0 + d1 + d2, 0))
+    q[:, 0] = np.copysign(np.sqrt(np.maximum(1 + d0 - d1 - d2, 0)), m[:, 2, 1] - m[:, 1, 2])
+    q[:, 1] = np.copysign(np.sqrt(np.maximum(1 - d0 + d1 - d2, 0)), m[:, 0, 2] - m[:, 2, 0])
+    q[:, 2] = np.copysign(np.sqrt(np.maximum(1 - d0 - d1 + d2, 0)), m[:, 1, 0] - m[:, 0, 1])
+    near_pi = q[:, 3] < 0.3  # the signs above are unreliable near a half turn
+    if near_pi.any():
+        q[near_pi] = _shepperd(m[near_pi])
+        q[near_pi] *= np.where(q[near_pi, 3:] < 0, -1.0, 1.0)
+    q /= np.sqrt(np.einsum('ni,ni->n', q, q))[:, None]
+    return q.reshape(shape + (4,))
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Quaternions ``(..., 4)`` x, y, z, w to rotation matrices ``(..., 3, 3)``."""
     q = np.asarray(q, np.float64)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    x, y, z, w = (q[..., i] for i in range(4))
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+    q = q / np.sqrt(np.einsum('...i,...i->...', q, q))[..., None]
+    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - z * w)
+    out[..., 0, 2] = 2 * (x * z + y * w)
+    out[..., 1, 0] = 2 * (x * y + z * w)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - x * w)
+    out[..., 2, 0] = 2 * (x * z - y * w)
+    out[..., 2, 1] = 2 * (y * z + x * w)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
 
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -94,17 +120,17 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """Rotations a fraction ``t`` of the way from ``a`` to ``b`` (shortest arc), batched."""
     qa, qb = matrix_to_quat(a), matrix_to_quat(b)
-    dot = (qa * qb).sum(-1, keepdims=True)
+    dot = np.einsum('...i,...i->...', qa, qb)[..., None]
     qb = np.where(dot < 0, -qb, qb)
-    dot = np.abs(dot).clip(max=1.0)
-    theta = np.arccos(dot)
-    t = np.asarray(t, np.float64)[..., None] if np.ndim(t) else np.float64(t)
+    theta = np.arccos(np.clip(np.abs(dot), 0, 1))
+    t = np.asarray(t, np.float64)[..., None]
     sin = np.sin(theta)
     small = sin < 1e-6
-    wa = np.where(small, 1 - t, np.sin((1 - t) * theta) / np.where(small, 1, sin))
-    wb = np.where(small, t, np.sin(t * theta) / np.where(small, 1, sin))
+    safe = np.where(small, 1.0, sin)
+    wa = np.where(small, 1 - t, np.sin((1 - t) * theta) / safe)
+    wb = np.where(small, t, np.sin(t * theta) / safe)
     return quat_to_matrix(wa * qa + wb * qb)
 
 
-__all__ = ['axis_rotations', 'frames', 'matrix_to_quat', 'quat_to_matrix', 'rotation_angle',
+__all__ = ['axis_rotations', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix', 'rotation_angle',
            'slerp_matrices', 'unit', 'wrap']

@@ -26,6 +26,7 @@ height. Limits are human_description's except where they would clip everyday pos
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
+from functools import cache
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -150,6 +151,20 @@ def joint_origins(lengths: np.ndarray) -> dict[str, np.ndarray]:
     return o
 
 
+@cache
+def _fk_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint: origin as a linear map of the lengths, axis, angle column, parent/child."""
+    names = [j.name for j in JOINTS]
+    basis = np.stack([np.stack([joint_origins(np.eye(9)[i])[n] for n in names])
+                      for i in range(9)], -1)  # (J, 3, 9): origins are linear in the lengths
+    axes = np.array([j.axis for j in JOINTS], np.float64)
+    column = np.array([_REVOLUTE.get(j.name, -1) for j in JOINTS])
+    link = {n: i for i, n in enumerate(LINK_NAMES)}
+    parent = np.array([link[j.parent] for j in JOINTS])
+    child = np.array([link[j.child] for j in JOINTS])
+    return basis, axes, column, parent, child
+
+
 def forward_kinematics(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """
     Every link's pose in the body frame: ``(..., len(LINK_NAMES), 4, 4)``.
@@ -159,22 +174,19 @@ def forward_kinematics(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray
     would send as TF, computed here so the node needs none.
     """
     positions = np.asarray(positions, np.float64)
-    lengths = np.broadcast_to(np.asarray(lengths, np.float64), positions.shape[:-1] + (9,))
-    origins = joint_origins(lengths)
     batch = positions.shape[:-1]
-    poses = {'body': np.broadcast_to(np.eye(4), batch + (4, 4))}
-    for j in JOINTS:
-        parent = poses[j.parent]
-        local = np.zeros(batch + (4, 4))
-        local[..., 3, 3] = 1
-        local[..., :3, 3] = origins[j.name]
-        if j.kind == 'revolute':
-            local[..., :3, :3] = axis_rotations(np.asarray(j.axis, np.float64),
-                                                positions[..., _REVOLUTE[j.name]])
-        else:
-            local[..., :3, :3] = np.eye(3)
-        poses[j.child] = parent @ local
-    return np.stack([poses[n] for n in LINK_NAMES], -3)
+    lengths = np.broadcast_to(np.asarray(lengths, np.float64), batch + (9,))
+    basis, axes, column, parent, child = _fk_plan()
+    local = np.zeros(batch + (len(JOINTS), 4, 4))
+    local[..., 3, 3] = 1
+    local[..., :3, 3] = np.einsum('jkl,...l->...jk', basis, lengths)
+    angle = np.where(column >= 0, positions[..., np.maximum(column, 0)], 0.0)
+    local[..., :3, :3] = axis_rotations(axes, angle)
+    poses = np.empty(batch + (len(LINK_NAMES), 4, 4))
+    poses[..., 0, :, :] = np.eye(4)
+    for j in range(len(JOINTS)):  # parents before children
+        poses[..., child[j], :, :] = poses[..., parent[j], :, :] @ local[..., j, :, :]
+    return poses
 
 
 def _limb_visual(length: float, radius: float) -> str:

@@ -114,6 +114,19 @@ def _choose(cands: np.ndarray, cols: list[int], prev: np.ndarray | None) -> np.n
     return cands[np.arange(len(cands)), np.argmin(cost, 1)]
 
 
+_PAIRS = np.array([[_K[a], _K[b]] for a, b in (
+    ('left_ear', 'right_ear'), ('left_shoulder', 'right_shoulder'),
+    ('left_shoulder', 'left_elbow'), ('right_shoulder', 'right_elbow'),
+    ('left_elbow', 'left_wrist'), ('right_elbow', 'right_wrist'), ('left_hip', 'right_hip'),
+    ('left_hip', 'left_knee'), ('right_hip', 'right_knee'), ('left_knee', 'left_ankle'),
+    ('right_knee', 'right_ankle'))])
+
+
+def _mean2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mean of two arrays where both are finite, else the finite one (NaN if neither)."""
+    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, (a + b) / 2))
+
+
 def measure_lengths(local: np.ndarray, head: np.ndarray | None = None,
                     sellion: np.ndarray | None = None) -> np.ndarray:
     """
@@ -122,33 +135,20 @@ def measure_lengths(local: np.ndarray, head: np.ndarray | None = None,
     ``local (B, 20, 3)``: this module's keypoints in the body frame; ``head (B, 3, 3)`` the
     head axes and ``sellion (B, 3)`` in the body frame, for the neck length. Sides are averaged.
     """
-    k = _K
-
-    def dist(a, b):
-        return np.linalg.norm(local[:, k[a]] - local[:, k[b]], axis=-1)
-
-    def both(a, b):
-        return np.nanmean(np.stack([dist('left_' + a, 'left_' + b),
-                                    dist('right_' + a, 'right_' + b)]), 0)
-
-    with _quiet():
-        mid_sh = (local[:, k['left_shoulder']] + local[:, k['right_shoulder']]) / 2
-        out = np.stack([
-            dist('left_ear', 'right_ear') / 2,
-            np.full(len(local), np.nan),
-            dist('left_shoulder', 'right_shoulder') / 2,
-            both('shoulder', 'elbow'), both('elbow', 'wrist'),
-            mid_sh[:, 2],
-            dist('left_hip', 'right_hip'),
-            both('hip', 'knee'), both('knee', 'ankle')], -1)
-        if head is not None and sellion is not None:
-            r = np.where(np.isfinite(out[:, 0]), out[:, 0], _DEFAULT[0])
-            offset = np.einsum('bij,bj->bi', head, np.stack(
-                [r / 2, np.zeros_like(r), r], -1))
-            out[:, 1] = (sellion - offset)[:, 2] - out[:, 5]
+    d = local[:, _PAIRS[:, 0]] - local[:, _PAIRS[:, 1]]
+    d = np.sqrt(np.einsum('bpi,bpi->bp', d, d))
+    mid_sh = (local[:, _K['left_shoulder']] + local[:, _K['right_shoulder']]) / 2
+    out = np.stack([d[:, 0] / 2, np.full(len(local), np.nan), d[:, 1] / 2,
+                    _mean2(d[:, 2], d[:, 3]), _mean2(d[:, 4], d[:, 5]), mid_sh[:, 2], d[:, 6],
+                    _mean2(d[:, 7], d[:, 8]), _mean2(d[:, 9], d[:, 10])], -1)
+    if head is not None and sellion is not None:
+        r = np.where(np.isfinite(out[:, 0]), out[:, 0], _DEFAULT[0])
+        offset = np.einsum('bij,bj->bi', head, np.stack([r / 2, np.zeros_like(r), r], -1))
+        out[:, 1] = (sellion - offset)[:, 2] - out[:, 5]
     # gross outliers (a swapped or misplaced keypoint) are not measurements
-    bad = ~((out > 0.3 * _DEFAULT) & (out < 3.0 * _DEFAULT))
-    bad[:, 1] = ~((out[:, 1] > -0.1) & (out[:, 1] < 0.3))
+    with np.errstate(invalid='ignore'):
+        bad = ~((out > 0.3 * _DEFAULT) & (out < 3.0 * _DEFAULT))
+        bad[:, 1] = ~((out[:, 1] > -0.1) & (out[:, 1] < 0.3))
     out[bad] = np.nan
     return out
 
@@ -326,58 +326,68 @@ def _empty() -> KinematicsFrame:
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """The direction the distal segment bends to, ``⊥ u``; ``fallback`` while nearly straight."""
-    perp = f - (f * u).sum(-1, keepdims=True) * u
-    n = np.linalg.norm(perp, axis=-1, keepdims=True)
+    perp = f - np.einsum('...i,...i->...', f, u)[..., None] * u
+    n = np.sqrt(np.einsum('...i,...i->...', perp, perp))[..., None]
     w = 0.1 * np.clip(1 - n / 0.1, 0, 1)
-    fb = unit(fallback - (fallback * u).sum(-1, keepdims=True) * u)
+    fb = unit(fallback - np.einsum('...i,...i->...', fallback, u)[..., None] * u)
     return perp + w * fb
+
+
+#: Keypoints of the left and right limbs: (root, middle, end) for arms and legs.
+_LIMBS = {'arm': [[_K[f'{s}_{n}'] for n in ('shoulder', 'elbow', 'wrist')]
+                  for s in ('left', 'right')],
+          'leg': [[_K[f'{s}_{n}'] for n in ('hip', 'knee', 'ankle')] for s in ('left', 'right')]}
+_TOES = [[_K[f'{s}_big_toe'], _K[f'{s}_small_toe']] for s in ('left', 'right')]
+_MIDDLE = {'arm': [_J['l_elbow'], _J['r_elbow']], 'leg': [_J['l_knee'], _J['r_knee']]}
+_SIGN2 = {'arm': np.stack([_SIGNS['arm_l'], _SIGNS['arm_r']]),
+          'leg': np.stack([_SIGNS['leg_l'], _SIGNS['leg_r']])}
+_COLS = {'arm': np.array([_ARM['l'], _ARM['r']]), 'leg': np.array([_LEG['l'], _LEG['r']])}
 
 
 def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
            prev: np.ndarray, arm_sides: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Joint angles ``(B, 20)``, which were solved ``(B, 20)``, each arm's bend ``(B, 2, 3)``."""
     B = len(local)
-    k = _K
     angles = np.zeros((B, 20))
     solved = np.zeros((B, 20), bool)
-    sides_out = np.full((B, 2, 3), np.nan)
     has_prev = np.isfinite(prev).all(1)
     fwd = np.array([1.0, 0, 0])
-    for s, side in (('l', 'left'), ('r', 'right')):
-        # arms: R = Rz(-r y) Rx(r p) Rz(r roll), the upper arm along -z, the elbow bending to +x
-        S, E, W = (local[:, k[f'{side}_{n}']] for n in ('shoulder', 'elbow', 'wrist'))
-        u, f = unit(E - S), unit(W - E)
-        j = 0 if s == 'l' else 1
-        last = np.stack([a[j] if a is not None else fwd for a in arm_sides])
-        last = np.where(np.isfinite(last), last, fwd)
-        bend = _bend_side(u, f, last)
-        m = frames(-u, bend)[..., [1, 2, 0]]
-        ok = np.isfinite(m).all((1, 2))
-        cols = _ARM[s]
-        sign = _SIGNS[f'arm_{s}']
-        p = np.where(has_prev[:, None], prev[:, cols], 0.0)
-        th = _choose(_euler(np.nan_to_num(m), 'ZXZ') * sign, cols, p)
-        ref = np.where(has_prev, p[:, 0], th[:, 0])  # a new track: the yaw as measured
-        th = _into_range(_unsingular(m, th, ref, 1.0 if s == 'l' else -1.0), cols)
-        elbow = np.arccos(np.clip((u * f).sum(-1), -1, 1))
-        angles[:, cols], angles[:, _J[f'{s}_elbow']] = th, elbow
-        solved[:, cols] = ok[:, None]
-        solved[:, _J[f'{s}_elbow']] = ok
-        sides_out[:, j] = np.where(ok[:, None], unit(bend), last)
-        # legs: R = Rz(-y) Rx(r p) Ry(-flex), the thigh along -z, the shin bending to -x
-        H, K, A = (local[:, k[f'{side}_{n}']] for n in ('hip', 'knee', 'ankle'))
-        toes = (local[:, k[f'{side}_big_toe']] + local[:, k[f'{side}_small_toe']]) / 2
-        u, f = unit(K - H), unit(A - K)
-        foot = np.where(np.isfinite(toes - A), toes - A, fwd)
-        m = frames(-u, -_bend_side(u, f, -foot))[..., [1, 2, 0]]
-        ok = np.isfinite(m).all((1, 2))
-        cols = _LEG[s]
-        p = np.where(has_prev[:, None], prev[:, cols], 0.0)
-        th = _choose(_euler(np.nan_to_num(m), 'ZXY') * _SIGNS[f'leg_{s}'], cols, p)
-        knee = -np.arccos(np.clip((u * f).sum(-1), -1, 1))
-        angles[:, cols], angles[:, _J[f'{s}_knee']] = th, knee
-        solved[:, cols] = ok[:, None]
-        solved[:, _J[f'{s}_knee']] = ok
+    last = np.stack([a if a is not None else np.full((2, 3), np.nan) for a in arm_sides])
+    last = np.where(np.isfinite(last), last, fwd)  # (B, 2, 3)
+    sides = last
+    for limb in ('arm', 'leg'):  # both sides at once: (B, 2, ...)
+        idx = np.array(_LIMBS[limb])
+        root, mid, end = local[:, idx[:, 0]], local[:, idx[:, 1]], local[:, idx[:, 2]]
+        u, f = unit(mid - root), unit(end - mid)
+        if limb == 'arm':
+            # R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x
+            bend = _bend_side(u, f, last)
+            m = frames(-u, bend)[..., [1, 2, 0]]
+            seq = 'ZXZ'
+        else:
+            # R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
+            toes = local[:, np.array(_TOES)].mean(2)
+            foot = np.where(np.isfinite(toes - end), toes - end, fwd)
+            m = frames(-u, -_bend_side(u, f, -foot))[..., [1, 2, 0]]
+            seq = 'ZXY'
+        ok = np.isfinite(m).all((-1, -2))  # (B, 2)
+        cols = _COLS[limb]  # (2, 3)
+        p = np.where(has_prev[:, None, None], prev[:, cols], 0.0)  # (B, 2, 3)
+        cand = _euler(np.nan_to_num(m).reshape(-1, 3, 3), seq).reshape(B, 2, 2, 3)
+        cand = cand * _SIGN2[limb][None, :, None]
+        th = _choose(cand.reshape(-1, 2, 3), list(cols[0]), p.reshape(-1, 3)).reshape(B, 2, 3)
+        if limb == 'arm':
+            ref = np.where(has_prev[:, None], p[..., 0], th[..., 0])  # new track: as measured
+            r = np.array([1.0, -1.0])
+            th = _into_range(_unsingular(np.nan_to_num(m).reshape(-1, 3, 3), th.reshape(-1, 3),
+                                         ref.reshape(-1), np.tile(r, B)),
+                             list(cols[0])).reshape(B, 2, 3)
+            sides = np.where(ok[..., None], unit(bend), last)
+        bent = np.arccos(np.clip(np.einsum('bsi,bsi->bs', u, f), -1, 1))
+        angles[:, cols] = th
+        angles[:, _MIDDLE[limb]] = bent if limb == 'arm' else -bent
+        solved[:, cols] = ok[..., None]
+        solved[:, _MIDDLE[limb]] = ok
     if head is not None and head_valid.any():
         # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
         p = np.where(has_prev[:, None], prev[:, _HEAD], 0.0)
@@ -386,25 +396,28 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
         solved[:, _HEAD] = head_valid[:, None]
     solved[:, _J['waist']] = True  # the body frame follows the torso: always 0
     angles = np.where(np.isfinite(angles), angles, 0.0)
-    return angles, solved, sides_out
+    return angles, solved, sides
 
 
-def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray, r: float) -> np.ndarray:
+def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
+                r: np.ndarray) -> np.ndarray:
     """
-    Arm angles near the arm-down singularity: the yaw is held towards ``yaw_ref``.
+    Arm angles ``(N, 3)`` near the arm-down singularity: the yaw is held towards ``yaw_ref``.
 
     With the arm nearly straight down, yaw and roll turn about the same axis and only their
     difference is measured; the yaw blends to its reference and the rest is solved exactly.
+    ``r (N,)``: +1 left arm, -1 right arm.
     """
     near = np.abs(np.sin(th[:, 1])) < 0.1
     if not near.any():
         return th
     w = np.abs(np.sin(th[near, 1])) / 0.1
     yaw = yaw_ref[near] + w * wrap(th[near, 0] - yaw_ref[near])
+    r = r[near]
     c, s = np.cos(r * yaw), np.sin(r * yaw)
     rz = np.zeros((len(yaw), 3, 3))
     rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1
-    M = rz @ np.nan_to_num(m[near])  # = Rx(r p) Rz(r roll)
+    M = rz @ m[near]  # = Rx(r p) Rz(r roll)
     out = th.copy()
     out[near, 0] = yaw
     out[near, 1] = r * np.arctan2(-M[:, 1, 2], M[:, 2, 2])

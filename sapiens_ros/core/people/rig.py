@@ -182,6 +182,21 @@ def _rest_frames() -> np.ndarray:
     return out
 
 
+@cache
+def _parents() -> np.ndarray:
+    return np.array([_B[b.parent] if b.parent else 0 for b in BONES])
+
+
+@cache
+def _derived_bones() -> tuple[list[int], list[int], list[int], np.ndarray, list[int], list[int]]:
+    """Slerped bones (index, from, to, t) and rest bones (index, parent)."""
+    sl = [b for b in BONES if b.mode == 'slerp']
+    rest = [b for b in BONES if b.mode == 'rest']
+    return ([_B[b.name] for b in sl], [_B[b.aim[0]] for b in sl], [_B[b.aim[1]] for b in sl],
+            np.array([b.t for b in sl]), [_B[b.name] for b in rest],
+            [_B[b.parent] for b in rest])
+
+
 @dataclass
 class RigPose:
     """Bone rotations of one frame's bodies, :data:`BONE_NAMES` order."""
@@ -226,7 +241,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
             fb = np.einsum('bnij,nj->bni', G[:, fallback], side_rest)
             fb = np.where(valid[:, fallback, None], fb, side_rest)  # else: rest axis
             fb = unit(fb - (fb * u).sum(-1, keepdims=True) * u)
-            n = np.linalg.norm(perp, axis=-1, keepdims=True)
+            n = np.sqrt(np.einsum('bni,bni->bn', perp, perp))[..., None]
             side = perp + 0.1 * np.clip(1 - n / 0.1, 0, 1) * fb
         else:  # parent: the parent's axis
             side = np.einsum('bnij,nj->bni', G[:, parent], side_rest)
@@ -244,17 +259,13 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
         valid[:, _B['head']] = hv
     else:
         G[:, _B['head']] = G[:, _B['upperChest']]
-    for b in BONES:  # slerp and rest bones, parents first
-        i = _B[b.name]
-        if b.mode == 'slerp':
-            lo, hi = _B[b.aim[0]], _B[b.aim[1]]
-            G[:, i] = slerp_matrices(G[:, lo], G[:, hi], b.t)
-            valid[:, i] = valid[:, lo] & valid[:, hi]
-        elif b.mode == 'rest':
-            G[:, i] = G[:, _B[b.parent]]
-            valid[:, i] = valid[:, _B[b.parent]]
-    parents = np.array([_B[b.parent] if b.parent else -1 for b in BONES])
-    PG = np.where((parents >= 0)[None, :, None, None], G[:, np.maximum(parents, 0)], np.eye(3))
+    sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
+    G[:, sl] = slerp_matrices(G[:, lo], G[:, hi], np.broadcast_to(t, (B, len(t))))
+    valid[:, sl] = valid[:, lo] & valid[:, hi]
+    for i, p in zip(rest_bones, rest_parents):  # a handful, parents first
+        G[:, i], valid[:, i] = G[:, p], valid[:, p]
+    PG = G[:, _parents()]
+    PG[:, 0] = np.eye(3)  # the hips' parent is model space
     local = np.swapaxes(PG, -1, -2) @ G
     q = matrix_to_quat(local)
     q[~valid] = (0, 0, 0, 1)
