@@ -98,17 +98,26 @@ def _euler(m: np.ndarray, seq: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _into_range(th: np.ndarray, cols: list[int]) -> np.ndarray:
-    """Angles ``(..., 3)`` moved by 2 pi where that brings them within the limits of ``cols``."""
+    """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer the limits of ``cols``."""
     lo, hi = LOWER[cols], UPPER[cols]  # the shoulder and hip abduction reach 3.3 rad
-    th = np.where(th < lo, th + 2 * np.pi, th)
-    return np.where((th > hi) & (th - 2 * np.pi >= lo), th - 2 * np.pi, th)
+    best = th
+    for shift in (2 * np.pi, -2 * np.pi):
+        moved = th + shift
+        nearer = _outside(moved, lo, hi) < _outside(best, lo, hi)
+        best = np.where(nearer, moved, best)
+    return best
+
+
+def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How far (rad) each angle lies outside ``[lo, hi]``."""
+    return np.maximum(lo - th, 0) + np.maximum(th - hi, 0)
 
 
 def _choose(cands: np.ndarray, cols: list[int], prev: np.ndarray | None) -> np.ndarray:
     """The candidate ``(N, 2, 3)`` least outside the limits, then nearest ``prev (N, 3)``."""
     lo, hi = LOWER[cols], UPPER[cols]
     cands = _into_range(cands, cols)
-    cost = (np.maximum(lo - cands, 0) + np.maximum(cands - hi, 0)).sum(-1)
+    cost = _outside(cands, lo, hi).sum(-1)
     if prev is not None:
         cost = cost + 0.05 * np.abs(wrap(cands - prev[:, None])).sum(-1)
     return cands[np.arange(len(cands)), np.argmin(cost, 1)]
