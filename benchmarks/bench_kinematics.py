@@ -25,8 +25,9 @@ Body models (issue 27): cost per body per frame, and the error of the recovered 
    >= 17 deg), keypoints from the URDF's forward kinematics, exact 3D, then each keypoint moved
    by 0, 1 or 2 px (Gaussian per image axis, f = 600 px, bodies 2.5 to 3.5 m away) at its
    exact depth. Error: angle between the true and the solved link rotations (FK).
-3. VRM rig: bodies posed by known bone rotations (T-pose rig), same noise; error of the
-   local rotations per bone group.
+3. VRM rig: bodies posed by known bone rotations (T-pose rig), same noise, 2.5 to 3.5 m and
+   0.8 to 1.2 m away (fingers are 2 to 4.5 cm long); error of the local rotations per bone
+   group.
 
     python benchmarks/bench_kinematics.py [--repeat 200] [--bodies 400]
 """
@@ -91,9 +92,10 @@ def bone_rotations(n: int, rng: np.random.Generator) -> np.ndarray:
     return loc
 
 
-def placement(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def placement(n: int, rng: np.random.Generator,
+              depth: tuple[float, float] = (2.5, 3.5)) -> tuple[np.ndarray, np.ndarray]:
     R = Rotation.random(n, random_state=int(rng.integers(1 << 30))).as_matrix()
-    origin = np.c_[rng.uniform(-0.5, 0.5, (n, 2)), rng.uniform(2.5, 3.5, n)]
+    origin = np.c_[rng.uniform(-0.5, 0.5, (n, 2)), rng.uniform(*depth, n)]
     return R, origin
 
 
@@ -183,10 +185,10 @@ def joint_state_table(n: int) -> None:
         print(f'| {px:g} px | ' + ' | '.join(cells) + ' |')
 
 
-def rig_table(n: int) -> None:
+def rig_table(n: int, depth: tuple[float, float]) -> None:
     rng = np.random.default_rng(2)
     loc = bone_rotations(n, rng)
-    R, origin = placement(n, rng)
+    R, origin = placement(n, rng, depth)
     xyz = synthetic_rig_keypoints(loc, R, origin)
     truth = matrix_to_quat(loc)
     groups = {'upper arms': ['UpperArm'], 'lower arms': ['LowerArm'], 'hands': ['Hand'],
@@ -220,8 +222,10 @@ def main() -> None:
     cost_table(args.repeat)
     print('\n## joint_states: link rotation error, deg (median / p90 / max)\n')
     joint_state_table(args.bodies)
-    print('\n## VRM rig: local rotation error, deg (median / p90 / max)\n')
-    rig_table(args.bodies)
+    for depth in ((2.5, 3.5), (0.8, 1.2)):
+        print(f'\n## VRM rig, bodies {depth[0]:g} to {depth[1]:g} m away: local rotation '
+              'error, deg (median / p90 / max)\n')
+        rig_table(args.bodies, depth)
 
 
 if __name__ == '__main__':

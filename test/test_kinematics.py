@@ -21,8 +21,8 @@ import pytest
 from sapiens_ros.core.people.faces import head_poses
 from sapiens_ros.core.people.geometry import quat_to_matrix, rotation_angle, wrap
 from sapiens_ros.core.people.humanoid import (BoneLengths, forward_kinematics, humanoid_urdf,
-                                              JOINT_NAMES, JOINTS, LINK_NAMES, LOWER, UPPER,
-                                              synthetic_keypoints)
+                                              JOINT_NAMES, JOINTS, LINK_NAMES, LOWER,
+                                              synthetic_keypoints, UPPER)
 from sapiens_ros.core.people.kinematics import BodyKinematics, KinematicsConfig
 from scipy.spatial.transform import Rotation
 

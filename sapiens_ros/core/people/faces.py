@@ -75,7 +75,7 @@ _ALIGNED_POINTS = ('right_eye', 'left_eye', 'tip_of_nose', 'r_outer_corner_of_mo
 
 @cache
 def face_indices() -> np.ndarray:
-    """Indices of the 243 face keypoints of the 308 set (nose, eyes, ears, 70..307)."""
+    """Return the indices of the 243 face keypoints of the 308 set (nose, eyes, ears, 70..307)."""
     out = np.r_[0:5, 70:308].astype(np.int64)
     out.flags.writeable = False
     return out
@@ -138,8 +138,8 @@ def face_boxes(keypoints: np.ndarray, scores: np.ndarray, image_size: tuple[int,
     return box, box / np.tile(size, 2), visible
 
 
-def head_poses(xyz: np.ndarray, min_points: int = 6) -> tuple[np.ndarray, np.ndarray,
-                                                                np.ndarray]:
+def head_poses(xyz: np.ndarray,
+               min_points: int = 6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     Head poses from metric keypoints ``xyz (P, 308, 3)`` (camera frame, NaN unknown).
 
@@ -205,8 +205,10 @@ def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
           xyz: np.ndarray | None, image_size: tuple[int, int], min_score: float = 0.3,
           margin: float = 0.1) -> Faces:
     """
-    The faces of a frame's people (pass ``people.ids``, ``people.smoothed``, ``people.scores``,
-    ``people.xyz`` if ``people.xyz_metric`` else None, and the image ``(height, width)``).
+    Return the faces of a frame's people, one row per person.
+
+    Pass ``people.ids``, ``people.smoothed``, ``people.scores``, ``people.xyz`` if
+    ``people.xyz_metric`` else None, and the image ``(height, width)``.
     """
     from .geometry import matrix_to_quat
     keypoints = np.asarray(keypoints, np.float64).reshape(len(ids), -1, 2)
@@ -234,8 +236,8 @@ def face_template_points(rotation: np.ndarray, position: np.ndarray,
     idx, tpl = _template()
     rotation, position = np.asarray(rotation, np.float64), np.asarray(position, np.float64)
     out = np.full(position.shape[:-1] + (len(keypoint_info().names), 3), np.nan)
-    out[..., idx, :] = position[..., None, :] + scale * np.einsum('...ij,nj->...ni', rotation,
-                                                                   tpl)
+    placed = np.einsum('...ij,nj->...ni', rotation, tpl)
+    out[..., idx, :] = position[..., None, :] + scale * placed
     return out
 
 

@@ -26,7 +26,7 @@ def unit(v: np.ndarray, eps: float = 1e-9) -> np.ndarray:
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a x b`` over the last axis (3), broadcast; cheaper than ``np.cross`` on small arrays."""
+    """Return ``a x b`` over the last axis (3), cheaper than ``np.cross`` on small arrays."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -1)
@@ -44,7 +44,7 @@ def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
 
 
 def axis_rotations(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Rotations ``(..., 3, 3)`` by ``angle (...)`` rad about unit ``axis (3,)`` or ``(..., 3)``."""
+    """Return rotations ``(..., 3, 3)`` by ``angle (...)`` rad about unit ``axis``."""
     angle = np.asarray(angle, np.float64)
     axis = np.broadcast_to(np.asarray(axis, np.float64), angle.shape + (3,))
     c, s = np.cos(angle)[..., None, None], np.sin(angle)[..., None, None]
@@ -132,5 +132,5 @@ def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.nd
     return quat_to_matrix(wa * qa + wb * qb)
 
 
-__all__ = ['axis_rotations', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix', 'rotation_angle',
-           'slerp_matrices', 'unit', 'wrap']
+__all__ = ['axis_rotations', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix',
+           'rotation_angle', 'slerp_matrices', 'unit', 'wrap']

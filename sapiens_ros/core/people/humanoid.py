@@ -49,7 +49,7 @@ class BoneLengths:
     tibia_length: float = 0.44
 
     def array(self) -> np.ndarray:
-        """The lengths in field order, ``(9,)``."""
+        """Return the lengths in field order, ``(9,)``."""
         return np.asarray(astuple(self), np.float64)
 
     @classmethod
@@ -197,7 +197,7 @@ def _limb_visual(length: float, radius: float) -> str:
 
 def humanoid_urdf(body_id: str, lengths: BoneLengths | None = None) -> str:
     """
-    The URDF of body ``body_id`` (``robot_description`` of ``/humans/bodies/<id>/urdf``).
+    Return the URDF of body ``body_id`` (``robot_description`` of its ``urdf`` topic).
 
     Link and joint names are human_description's with the suffix ``_<body_id>``; limbs are
     drawn as cylinders, the head as a sphere (what hri_rviz's skeleton display shows).

@@ -114,7 +114,7 @@ def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _choose(cands: np.ndarray, cols: list[int], prev: np.ndarray | None) -> np.ndarray:
-    """The candidate ``(N, 2, 3)`` least outside the limits, then nearest ``prev (N, 3)``."""
+    """Pick the candidate ``(N, 2, 3)`` least outside the limits, then nearest ``prev``."""
     lo, hi = LOWER[cols], UPPER[cols]
     cands = _into_range(cands, cols)
     cost = _outside(cands, lo, hi).sum(-1)
@@ -236,14 +236,14 @@ class BodyKinematics:
         self.tracks.clear()
 
     def urdf(self, track: int, body_id: str) -> str | None:
-        """The URDF of ``track`` under the name ``body_id``, once its lengths are frozen."""
+        """Return the URDF of ``track`` named ``body_id``, once its lengths are frozen."""
         t = self.tracks.get(int(track))
         if t is None or t.lengths is None:
             return None
         return humanoid_urdf(body_id, BoneLengths.from_array(t.lengths))
 
     def lengths(self, track: int) -> BoneLengths | None:
-        """The frozen lengths of ``track`` (None while calibrating or unknown)."""
+        """Return the frozen lengths of ``track`` (None while calibrating or unknown)."""
         t = self.tracks.get(int(track))
         return None if t is None or t.lengths is None else BoneLengths.from_array(t.lengths)
 
@@ -334,7 +334,7 @@ def _empty() -> KinematicsFrame:
 
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """The direction the distal segment bends to, ``⊥ u``; ``fallback`` while nearly straight."""
+    """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
     perp = f - np.einsum('...i,...i->...', f, u)[..., None] * u
     n = np.sqrt(np.einsum('...i,...i->...', perp, perp))[..., None]
     w = 0.1 * np.clip(1 - n / 0.1, 0, 1)

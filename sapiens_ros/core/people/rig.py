@@ -129,8 +129,8 @@ def _bones() -> tuple[Bone, ...]:
 BONES = _bones()
 BONE_NAMES = tuple(b.name for b in BONES)
 _B = {n: i for i, n in enumerate(BONE_NAMES)}
-_DERIVED = {'mid_hip': ('left_hip', 'right_hip'), 'mid_shoulder': ('left_shoulder',
-                                                                    'right_shoulder'),
+_DERIVED = {'mid_hip': ('left_hip', 'right_hip'),
+            'mid_shoulder': ('left_shoulder', 'right_shoulder'),
             'left_mid_toes': ('left_big_toe', 'left_small_toe'),
             'right_mid_toes': ('right_big_toe', 'right_small_toe')}
 
@@ -177,8 +177,8 @@ def _rest_frames() -> np.ndarray:
     out = np.tile(np.eye(3), (len(BONES), 1, 1))
     for b in BONES:
         if np.any(b.aim_rest) and np.any(b.side_rest):
-            out[_B[b.name]] = frames(np.asarray(b.aim_rest, float), np.asarray(b.side_rest,
-                                                                                float))
+            out[_B[b.name]] = frames(np.asarray(b.aim_rest, float),
+                                     np.asarray(b.side_rest, float))
     return out
 
 
