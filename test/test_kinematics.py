@@ -231,3 +231,25 @@ def test_body_models_take_a_frame_of_people():
     people.xyz_metric = False  # a guessed depth: faces' boxes only, no bodies
     frame = BodyModels().update(people, (480, 640))
     assert len(frame.kinematics) == 0 and not frame.faces.pose_valid.any()
+
+
+def test_ikpy_reads_the_urdf_as_hri_body_detect_does_and_agrees_with_our_fk():
+    """ikpy is hri_body_detect's IK library; not a dependency here (skipped without it)."""
+    chain = pytest.importorskip('ikpy.chain')
+    import io
+    urdf = humanoid_urdf('abcde', LENGTHS)
+    q = everyday_angles(20, seed=14)
+    ours = forward_kinematics(LENGTHS.array(), q)
+    for first, parent, names, tip in (
+            ('l_y_shoulder', 'torso', ('l_y_shoulder', 'l_p_shoulder', 'l_r_shoulder', 'l_elbow'),
+             'l_wrist'),
+            ('r_y_hip', 'body', ('r_y_hip', 'r_p_hip', 'r_r_hip', 'r_knee'), 'r_ankle'),
+            ('r_head', 'torso', ('r_head', 'y_head', 'p_head'), 'head')):
+        # hri_body_detect's chains: from the first joint, six links for a limb
+        c = chain.Chain.from_urdf_file(io.StringIO(urdf), base_elements=[f'{first}_abcde'],
+                                       base_element_type='joint', symbolic=False)
+        for b in range(len(q)):
+            angles = [0.0] + [q[b, J[n]] for n in names]
+            angles += [0.0] * (len(c.links) - len(angles))
+            mine = np.linalg.inv(ours[b, LI[parent]]) @ ours[b, LI[tip]]
+            np.testing.assert_allclose(c.forward_kinematics(angles), mine, atol=1e-9)
