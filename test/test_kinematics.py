@@ -234,7 +234,7 @@ def test_body_models_take_a_frame_of_people():
 
 
 def test_ikpy_reads_the_urdf_as_hri_body_detect_does_and_agrees_with_our_fk():
-    """ikpy is hri_body_detect's IK library; not a dependency here (skipped without it)."""
+    """Check with hri_body_detect's IK library, ikpy (not a dependency: skipped without)."""
     chain = pytest.importorskip('ikpy.chain')
     import io
     urdf = humanoid_urdf('abcde', LENGTHS)
