@@ -253,3 +253,15 @@ def test_ikpy_reads_the_urdf_as_hri_body_detect_does_and_agrees_with_our_fk():
             angles += [0.0] * (len(c.links) - len(angles))
             mine = np.linalg.inv(ours[b, LI[parent]]) @ ours[b, LI[tip]]
             np.testing.assert_allclose(c.forward_kinematics(angles), mine, atol=1e-9)
+
+
+def test_joint_transforms_compose_to_the_link_poses():
+    from sapiens_ros.core.people.humanoid import joint_transforms
+    q = everyday_angles(5, seed=15)
+    local = joint_transforms(LENGTHS.array(), q)
+    links = forward_kinematics(LENGTHS.array(), q)
+    for j, joint in enumerate(JOINTS):
+        np.testing.assert_allclose(links[:, LI[joint.parent]] @ local[:, j],
+                                   links[:, LI[joint.child]], atol=1e-12)
+    frame = solve(BodyKinematics(), np.arange(5), posed(q, seed=15)[0], 0.0)
+    np.testing.assert_allclose(frame.joint_transforms, local, atol=1e-9)

@@ -165,24 +165,40 @@ def _fk_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return basis, axes, column, parent, child
 
 
-def forward_kinematics(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
+def joint_transforms(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """
-    Every link's pose in the body frame: ``(..., len(LINK_NAMES), 4, 4)``.
+    Each joint's child link in its parent link, ``(..., len(JOINTS), 4, 4)`` in JOINTS order.
 
-    ``lengths (..., 9)`` in :data:`LENGTH_NAMES` order, ``positions (..., 20)`` joint angles in
-    :data:`JOINT_NAMES` order (what ``joint_states`` carries). What robot_state_publisher
-    would send as TF, computed here so the node needs none.
+    What robot_state_publisher sends on TF (``JOINTS[i].parent`` -> ``JOINTS[i].child``, with
+    the ``_<body id>`` suffix), fixed joints included. ``lengths (..., 9)``, ``positions
+    (..., 20)`` as for :func:`forward_kinematics`.
     """
     positions = np.asarray(positions, np.float64)
     batch = positions.shape[:-1]
     lengths = np.broadcast_to(np.asarray(lengths, np.float64), batch + (9,))
-    basis, axes, column, parent, child = _fk_plan()
+    basis, axes, column, _, _ = _fk_plan()
     local = np.zeros(batch + (len(JOINTS), 4, 4))
     local[..., 3, 3] = 1
     local[..., :3, 3] = np.einsum('jkl,...l->...jk', basis, lengths)
     angle = np.where(column >= 0, positions[..., np.maximum(column, 0)], 0.0)
     local[..., :3, :3] = axis_rotations(axes, angle)
-    poses = np.empty(batch + (len(LINK_NAMES), 4, 4))
+    return local
+
+
+def forward_kinematics(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """
+    Every link's pose in the body frame: ``(..., len(LINK_NAMES), 4, 4)``.
+
+    ``lengths (..., 9)`` in :data:`LENGTH_NAMES` order, ``positions (..., 20)`` joint angles in
+    :data:`JOINT_NAMES` order (what ``joint_states`` carries).
+    """
+    return links_from_joints(joint_transforms(lengths, positions))
+
+
+def links_from_joints(local: np.ndarray) -> np.ndarray:
+    """Link poses in the body frame from :func:`joint_transforms` ``(..., J, 4, 4)``."""
+    _, _, _, parent, child = _fk_plan()
+    poses = np.empty(local.shape[:-3] + (len(LINK_NAMES), 4, 4))
     poses[..., 0, :, :] = np.eye(4)
     for j in range(len(JOINTS)):  # parents before children
         poses[..., child[j], :, :] = poses[..., parent[j], :, :] @ local[..., j, :, :]
@@ -247,11 +263,6 @@ def link_frames(body_id: str) -> list[str]:
     return [f'{n}_{body_id}' for n in LINK_NAMES]
 
 
-__all__ = ['BoneLengths', 'JOINTS', 'JOINT_NAMES', 'Joint', 'LENGTH_NAMES', 'LIMIT_CHANGES',
-           'LINK_NAMES', 'LOWER', 'UPPER', 'forward_kinematics', 'humanoid_urdf', 'joint_names',
-           'joint_origins', 'link_frames', 'synthetic_keypoints']
-
-
 #: Where the toe tips sit in the ``<s>_knee`` link frame, for synthetic bodies (m), left side.
 _TOES = {'big_toe': (0.15, -0.03, -0.07), 'small_toe': (0.13, 0.03, -0.07),
          'heel': (-0.06, 0.0, -0.08)}
@@ -282,3 +293,9 @@ def synthetic_keypoints(lengths: np.ndarray, positions: np.ndarray, rotation: np
             offset = np.array([x, y if s == 'l' else -y, z])
             out[:, index[f'{side}_{kp}']] = shin[:, :3, 3] + shin[:, :3, :3] @ offset
     return np.einsum('bij,bkj->bki', rotation, out) + origin[:, None]
+
+
+__all__ = ['BoneLengths', 'JOINTS', 'JOINT_NAMES', 'Joint', 'LENGTH_NAMES', 'LIMIT_CHANGES',
+           'LINK_NAMES', 'LOWER', 'UPPER', 'forward_kinematics', 'humanoid_urdf', 'joint_names',
+           'joint_origins', 'joint_transforms', 'link_frames', 'links_from_joints',
+           'synthetic_keypoints']

@@ -38,8 +38,8 @@ import numpy as np
 
 from .depth import torso_axes
 from .geometry import frames, matrix_to_quat, unit, wrap
-from .humanoid import (BoneLengths, forward_kinematics, humanoid_urdf, JOINT_NAMES,
-                       LENGTH_NAMES, LINK_NAMES, LOWER, UPPER)
+from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
+                       LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
 
 
@@ -214,6 +214,9 @@ class KinematicsFrame:
     lengths: np.ndarray  # (B, 9) m, humanoid.LENGTH_NAMES order
     calibrated: np.ndarray  # (B,) bool: lengths frozen (the URDF is final)
     link_poses: np.ndarray  # (B, 27, 4, 4) each link in body_<id>, humanoid.LINK_NAMES order
+    #: (B, 26, 4, 4) each joint's child in its parent link (TF as robot_state_publisher sends
+    #: it), humanoid.JOINTS order
+    joint_transforms: np.ndarray
     new_urdf: list[int]  # tracks whose lengths froze this frame: publish their URDF now
 
     def __len__(self) -> int:
@@ -314,9 +317,10 @@ class BodyKinematics:
                 t.velocity = t.velocity + a * (raw - t.velocity)
             t.position, t.stamp = origin[b].copy(), stamp
             velocity[b] = R[b].T @ t.velocity
-        links = forward_kinematics(lengths, out)
+        local = joint_transforms(lengths, out)
+        links = links_from_joints(local)
         return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
-                               solved, lengths, calibrated, links, new_urdf)
+                               solved, lengths, calibrated, links, local, new_urdf)
 
     def _forget(self, stamp: float, live: np.ndarray | None) -> None:
         keep = None if live is None else {int(i) for i in np.asarray(live).reshape(-1)}
@@ -330,7 +334,7 @@ def _empty() -> KinematicsFrame:
     z = np.zeros
     return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3)),
                            z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
-                           z((0, len(LINK_NAMES), 4, 4)), [])
+                           z((0, len(LINK_NAMES), 4, 4)), z((0, len(LINK_NAMES) - 1, 4, 4)), [])
 
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
