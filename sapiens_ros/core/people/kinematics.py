@@ -307,8 +307,8 @@ class BodyKinematics:
         for b, t in enumerate(tracks):
             dt = stamp - t.stamp
             if t.angles is not None and cfg.smoothing > 0 and dt > 0:
-                a = 1.0 - np.exp(-dt / cfg.smoothing)
-                out[b] = t.angles + a * wrap(out[b] - t.angles)
+                a = 1.0 - np.exp(-dt / cfg.smoothing)  # between two angles within the limits
+                out[b] = t.angles + a * (out[b] - t.angles)
             t.angles = out[b].copy()
             t.arm_side = sides[b]
             if t.position is not None and dt > 0:
