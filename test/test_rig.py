@@ -125,6 +125,9 @@ def test_hidden_hand_and_face_leave_their_bones_at_rest():
         assert not pose.valid[0, B[name]], name
         np.testing.assert_allclose(pose.local[0, B[name]], (0, 0, 0, 1))
     assert pose.valid[0, B['rightIndexDistal']] and pose.valid[0, B['leftLowerArm']]
+    # a bone at rest turns with its parent
+    np.testing.assert_allclose(pose.global_[0, B['leftIndexDistal']],
+                               pose.global_[0, B['leftLowerArm']], atol=1e-12)
     err = angle(pose.local[0, B['rightIndexDistal']],
                 matrix_to_quat(loc[0, B['rightIndexDistal']]))
     assert err < 1e-4

@@ -269,6 +269,8 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     local = np.swapaxes(PG, -1, -2) @ G
     q = matrix_to_quat(local)
     q[~valid] = (0, 0, 0, 1)
+    if not valid.all():  # bones at rest: their globals follow from their parents'
+        G = rig_globals(np.where(valid[..., None, None], local, np.eye(3)))
     return RigPose(q, G, valid)
 
 
