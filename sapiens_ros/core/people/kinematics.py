@@ -1,0 +1,442 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+REP-155 body kinematics per tracked body, as hri_body_detect publishes them (ROS-free).
+
+:class:`BodyKinematics` (one per camera) turns each frame's metric 3D keypoints into, per
+tracked body: the :mod:`~sapiens_ros.core.people.humanoid` joint angles (``joint_states``),
+solved in closed form per limb, kept within the URDF limits and smoothed over time; the body's
+segment lengths, measured over its first frames and then frozen (its URDF); every link's pose
+from forward kinematics (the link TF, without robot_state_publisher); the body's position
+(mid-hips, camera frame) and velocity (in ``body_<id>``). Tracks that end are dropped.
+
+The root ``body_<id>`` is :func:`~sapiens_ros.core.people.depth.torso_axes`' frame at the hip
+centre, as :mod:`~sapiens_ros.core.people.body_frames` publishes it. It follows the torso, so the
+``waist`` joint (torso pitch against the body frame) stays 0.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+import warnings
+
+import numpy as np
+
+from .depth import torso_axes
+from .geometry import frames, matrix_to_quat, unit, wrap
+from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
+                       LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
+from ..models.metadata import keypoint_info
+
+
+@dataclass
+class KinematicsConfig:
+    """Parameters of :class:`BodyKinematics`."""
+
+    calibration_frames: int = 10  # measurements of a length before it is frozen (median)
+    max_calibration_frames: int = 60  # then freeze anyway, unmeasured lengths by proportion
+    smoothing: float = 0.05  # s, time constant of the joint-angle smoothing (0: none)
+    velocity_smoothing: float = 0.2  # s, time constant of the velocity filter
+    forget: float = 2.0  # s, state of a track unseen this long is dropped
+
+
+_NAMES = ('left_shoulder', 'right_shoulder', 'left_elbow', 'right_elbow', 'left_wrist',
+          'right_wrist', 'left_hip', 'right_hip', 'left_knee', 'right_knee', 'left_ankle',
+          'right_ankle', 'left_big_toe', 'left_small_toe', 'right_big_toe', 'right_small_toe',
+          'left_eye', 'right_eye', 'left_ear', 'right_ear')
+
+
+@cache
+def _index() -> np.ndarray:
+    index = {n: i for i, n in enumerate(keypoint_info().names)}
+    return np.array([index[n] for n in _NAMES], np.int64)
+
+
+_K = {n: i for i, n in enumerate(_NAMES)}
+_DEFAULT = BoneLengths().array()
+_J = {n: i for i, n in enumerate(JOINT_NAMES)}
+_ARM = {'l': [_J['l_y_shoulder'], _J['l_p_shoulder'], _J['l_r_shoulder']],
+        'r': [_J['r_y_shoulder'], _J['r_p_shoulder'], _J['r_r_shoulder']]}
+_LEG = {'l': [_J['l_y_hip'], _J['l_p_hip'], _J['l_r_hip']],
+        'r': [_J['r_y_hip'], _J['r_p_hip'], _J['r_r_hip']]}
+_HEAD = [_J['r_head'], _J['y_head'], _J['p_head']]
+#: Euler angles (a, b, c) of each chain times these signs are its joint angles.
+_SIGNS = {'arm_l': np.array([-1.0, 1, 1]), 'arm_r': np.array([1.0, -1, -1]),
+          'leg_l': np.array([-1.0, 1, -1]), 'leg_r': np.array([-1.0, -1, -1]),
+          'head': np.array([1.0, 1, -1])}
+
+
+def _euler(m: np.ndarray, seq: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both intrinsic Euler solutions ``(N, 2, 3)`` of ``m (N, 3, 3)`` for 'ZXZ', 'ZXY', 'XZY'."""
+    if seq == 'ZXZ':
+        b = np.arccos(np.clip(m[:, 2, 2], -1, 1))
+        a, c = np.arctan2(m[:, 0, 2], -m[:, 1, 2]), np.arctan2(m[:, 2, 0], m[:, 2, 1])
+        alt = (a + np.pi, -b, c + np.pi)
+    elif seq == 'ZXY':
+        b = np.arcsin(np.clip(m[:, 2, 1], -1, 1))
+        a, c = np.arctan2(-m[:, 0, 1], m[:, 1, 1]), np.arctan2(-m[:, 2, 0], m[:, 2, 2])
+        alt = (a + np.pi, np.pi - b, c + np.pi)
+    else:  # XZY
+        b = np.arcsin(np.clip(-m[:, 0, 1], -1, 1))
+        a, c = np.arctan2(m[:, 2, 1], m[:, 1, 1]), np.arctan2(m[:, 0, 2], m[:, 0, 0])
+        alt = (a + np.pi, np.pi - b, c + np.pi)
+    return wrap(np.stack([np.stack([a, b, c], -1), np.stack(alt, -1)], 1))
+
+
+def _into_range(th: np.ndarray, cols: list[int]) -> np.ndarray:
+    """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer the limits of ``cols``."""
+    lo, hi = LOWER[cols], UPPER[cols]  # the shoulder and hip abduction reach 3.3 rad
+    best = th
+    for shift in (2 * np.pi, -2 * np.pi):
+        moved = th + shift
+        nearer = _outside(moved, lo, hi) < _outside(best, lo, hi)
+        best = np.where(nearer, moved, best)
+    return best
+
+
+def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How far (rad) each angle lies outside ``[lo, hi]``."""
+    return np.maximum(lo - th, 0) + np.maximum(th - hi, 0)
+
+
+def _choose(cands: np.ndarray, cols: list[int], prev: np.ndarray | None) -> np.ndarray:
+    """Pick the candidate ``(N, 2, 3)`` least outside the limits, then nearest ``prev``."""
+    lo, hi = LOWER[cols], UPPER[cols]
+    cands = _into_range(cands, cols)
+    cost = _outside(cands, lo, hi).sum(-1)
+    if prev is not None:
+        cost = cost + 0.05 * np.abs(wrap(cands - prev[:, None])).sum(-1)
+    return cands[np.arange(len(cands)), np.argmin(cost, 1)]
+
+
+_PAIRS = np.array([[_K[a], _K[b]] for a, b in (
+    ('left_ear', 'right_ear'), ('left_shoulder', 'right_shoulder'),
+    ('left_shoulder', 'left_elbow'), ('right_shoulder', 'right_elbow'),
+    ('left_elbow', 'left_wrist'), ('right_elbow', 'right_wrist'), ('left_hip', 'right_hip'),
+    ('left_hip', 'left_knee'), ('right_hip', 'right_knee'), ('left_knee', 'left_ankle'),
+    ('right_knee', 'right_ankle'))])
+
+
+def _mean2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mean of two arrays where both are finite, else the finite one (NaN if neither)."""
+    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, (a + b) / 2))
+
+
+def measure_lengths(local: np.ndarray, head: np.ndarray | None = None,
+                    sellion: np.ndarray | None = None) -> np.ndarray:
+    """
+    One frame's segment lengths ``(B, 9)`` (:data:`LENGTH_NAMES`; NaN unmeasured).
+
+    ``local (B, 20, 3)``: this module's keypoints in the body frame; ``head (B, 3, 3)`` the
+    head axes and ``sellion (B, 3)`` in the body frame, for the neck length. Sides are averaged.
+    """
+    d = local[:, _PAIRS[:, 0]] - local[:, _PAIRS[:, 1]]
+    d = np.sqrt(np.einsum('bpi,bpi->bp', d, d))
+    mid_sh = (local[:, _K['left_shoulder']] + local[:, _K['right_shoulder']]) / 2
+    out = np.stack([d[:, 0] / 2, np.full(len(local), np.nan), d[:, 1] / 2,
+                    _mean2(d[:, 2], d[:, 3]), _mean2(d[:, 4], d[:, 5]), mid_sh[:, 2], d[:, 6],
+                    _mean2(d[:, 7], d[:, 8]), _mean2(d[:, 9], d[:, 10])], -1)
+    if head is not None and sellion is not None:
+        r = np.where(np.isfinite(out[:, 0]), out[:, 0], _DEFAULT[0])
+        offset = np.einsum('bij,bj->bi', head, np.stack([r / 2, np.zeros_like(r), r], -1))
+        out[:, 1] = (sellion - offset)[:, 2] - out[:, 5]
+    # gross outliers (a swapped or misplaced keypoint) are not measurements
+    with np.errstate(invalid='ignore'):
+        bad = ~((out > 0.3 * _DEFAULT) & (out < 3.0 * _DEFAULT))
+        bad[:, 1] = ~((out[:, 1] > -0.1) & (out[:, 1] < 0.3))
+    out[bad] = np.nan
+    return out
+
+
+@contextmanager
+def _quiet():
+    """Silence numpy's warnings of all-NaN means and medians (the result is NaN, as meant)."""
+    with warnings.catch_warnings(), np.errstate(invalid='ignore'):
+        warnings.simplefilter('ignore', RuntimeWarning)
+        yield
+
+
+@dataclass
+class _Track:
+    samples: list = field(default_factory=list)  # (9,) measurements
+    lengths: np.ndarray | None = None  # frozen
+    angles: np.ndarray | None = None  # (20,) smoothed
+    arm_side: np.ndarray | None = None  # (2, 3) last bend direction of each upper arm
+    stamp: float = -np.inf
+    position: np.ndarray | None = None
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def current_lengths(self, cfg: KinematicsConfig) -> tuple[np.ndarray, bool]:
+        """Frozen lengths, or this far's estimate; True when they just froze."""
+        if self.lengths is not None:
+            return self.lengths, False
+        s = np.asarray(self.samples).reshape(-1, 9)
+        counts = np.isfinite(s).sum(0)
+        with _quiet():
+            est = np.nanmedian(s, 0) if len(s) else np.full(9, np.nan)
+        known = np.isfinite(est)
+        if known.any():  # unmeasured lengths: the default proportions at the measured scale
+            scale = float(np.median(est[known] / _DEFAULT[known]))
+            est = np.where(known, est, _DEFAULT * scale)
+        else:
+            est = _DEFAULT.copy()
+        if (counts >= cfg.calibration_frames).all() or len(s) >= cfg.max_calibration_frames:
+            self.lengths, self.samples = est, []
+            return est, True
+        return est, False
+
+
+@dataclass
+class KinematicsFrame:
+    """One frame's body kinematics; rows are bodies (tracked, with a metric torso)."""
+
+    ids: np.ndarray  # (B,) track ids
+    rows: np.ndarray  # (B,) rows of the People these came from
+    position: np.ndarray  # (B, 3) body origin (hip centre), camera frame, m
+    orientation: np.ndarray  # (B, 4) body_<id> axes in the camera frame, x y z w
+    velocity: np.ndarray  # (B, 3) m/s in body_<id> (TwistStamped.linear)
+    joint_positions: np.ndarray  # (B, 20) rad, humanoid.JOINT_NAMES order
+    measured: np.ndarray  # (B, 20) bool: solved this frame (else held from before / rest)
+    lengths: np.ndarray  # (B, 9) m, humanoid.LENGTH_NAMES order
+    calibrated: np.ndarray  # (B,) bool: lengths frozen (the URDF is final)
+    link_poses: np.ndarray  # (B, 27, 4, 4) each link in body_<id>, humanoid.LINK_NAMES order
+    #: (B, 26, 4, 4) each joint's child in its parent link (TF as robot_state_publisher sends
+    #: it), humanoid.JOINTS order
+    joint_transforms: np.ndarray
+    new_urdf: list[int]  # tracks whose lengths froze this frame: publish their URDF now
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+class BodyKinematics:
+    """
+    Per-camera, per-track body kinematics: ``update(ids, xyz, stamp, ...) -> KinematicsFrame``.
+
+    ``urdf(track, body_id)`` gives a track's URDF once its lengths are known (None before).
+    """
+
+    def __init__(self, config: KinematicsConfig | None = None) -> None:
+        self.config = config or KinematicsConfig()
+        self.tracks: dict[int, _Track] = {}
+
+    def reset(self) -> None:
+        """Forget every track."""
+        self.tracks.clear()
+
+    def urdf(self, track: int, body_id: str) -> str | None:
+        """Return the URDF of ``track`` named ``body_id``, once its lengths are frozen."""
+        t = self.tracks.get(int(track))
+        if t is None or t.lengths is None:
+            return None
+        return humanoid_urdf(body_id, BoneLengths.from_array(t.lengths))
+
+    def lengths(self, track: int) -> BoneLengths | None:
+        """Return the frozen lengths of ``track`` (None while calibrating or unknown)."""
+        t = self.tracks.get(int(track))
+        return None if t is None or t.lengths is None else BoneLengths.from_array(t.lengths)
+
+    def update(self, ids: np.ndarray, xyz: np.ndarray | None, stamp: float,
+               head: np.ndarray | None = None, head_valid: np.ndarray | None = None,
+               sellion: np.ndarray | None = None,
+               live: np.ndarray | None = None) -> KinematicsFrame:
+        """
+        Solve one frame of a camera.
+
+        ``ids (P,)`` and ``xyz (P, 308, 3)`` camera-frame metres (NaN unknown) are the People's
+        ``ids`` and ``xyz`` (pass None when not ``xyz_metric``); ``head (P, 3, 3)``,
+        ``head_valid (P,)`` and ``sellion (P, 3)`` the :class:`~.faces.Faces` ``rotation``,
+        ``pose_valid`` and ``position`` (optional: without them the head joints hold); ``live``
+        the ids of every live track (``People.tracks``): others are dropped.
+        """
+        cfg = self.config
+        self._forget(stamp, live)
+        ids = np.asarray(ids, np.int64).reshape(-1)
+        if xyz is None or not len(ids):
+            return _empty()
+        xyz = np.asarray(xyz, np.float64)
+        rot, ok = torso_axes(xyz)
+        ok &= ids >= 0
+        rows = np.flatnonzero(ok)
+        if not len(rows):
+            return _empty()
+        R = rot[rows]
+        pts = xyz[rows][:, _index()]
+        origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
+        local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
+        head_b = sell_b = None
+        hv = np.zeros(len(rows), bool)
+        if head is not None and head_valid is not None and sellion is not None:
+            hv = np.asarray(head_valid, bool)[rows]
+            head_b = np.einsum('bji,bjk->bik', R, np.asarray(head, np.float64)[rows])
+            sell_b = np.einsum('bji,bj->bi', R, np.asarray(sellion, np.float64)[rows] - origin)
+            sell_b[~hv] = np.nan
+        measured = measure_lengths(local, head_b, sell_b)
+
+        tracks = [self.tracks.setdefault(int(i), _Track()) for i in ids[rows]]
+        new_urdf, lengths, calibrated = [], np.empty((len(rows), 9)), np.zeros(len(rows), bool)
+        for b, t in enumerate(tracks):
+            if t.lengths is None and np.isfinite(measured[b]).any():
+                t.samples.append(measured[b])
+            lengths[b], froze = t.current_lengths(cfg)
+            calibrated[b] = t.lengths is not None
+            if froze:
+                new_urdf.append(int(ids[rows[b]]))
+
+        prev = np.stack([t.angles if t.angles is not None else np.full(20, np.nan)
+                         for t in tracks])
+        angles, solved, sides = _solve(local, head_b, hv, prev,
+                                       [t.arm_side for t in tracks])
+        out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
+        out = np.clip(out, LOWER, UPPER)
+        velocity = np.zeros((len(rows), 3))
+        for b, t in enumerate(tracks):
+            dt = stamp - t.stamp
+            if t.angles is not None and cfg.smoothing > 0 and dt > 0:
+                a = 1.0 - np.exp(-dt / cfg.smoothing)  # between two angles within the limits
+                out[b] = t.angles + a * (out[b] - t.angles)
+            t.angles = out[b].copy()
+            t.arm_side = sides[b]
+            if t.position is not None and dt > 0:
+                raw = (origin[b] - t.position) / dt
+                a = 1.0 - np.exp(-dt / cfg.velocity_smoothing) if cfg.velocity_smoothing else 1
+                t.velocity = t.velocity + a * (raw - t.velocity)
+            t.position, t.stamp = origin[b].copy(), stamp
+            velocity[b] = R[b].T @ t.velocity
+        local = joint_transforms(lengths, out)
+        links = links_from_joints(local)
+        return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
+                               solved, lengths, calibrated, links, local, new_urdf)
+
+    def _forget(self, stamp: float, live: np.ndarray | None) -> None:
+        keep = None if live is None else {int(i) for i in np.asarray(live).reshape(-1)}
+        for i in list(self.tracks):
+            if (keep is not None and i not in keep) or \
+                    stamp - self.tracks[i].stamp > self.config.forget:
+                del self.tracks[i]
+
+
+def _empty() -> KinematicsFrame:
+    z = np.zeros
+    return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3)),
+                           z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
+                           z((0, len(LINK_NAMES), 4, 4)), z((0, len(LINK_NAMES) - 1, 4, 4)), [])
+
+
+def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
+    perp = f - np.einsum('...i,...i->...', f, u)[..., None] * u
+    n = np.sqrt(np.einsum('...i,...i->...', perp, perp))[..., None]
+    w = 0.1 * np.clip(1 - n / 0.1, 0, 1)
+    fb = unit(fallback - np.einsum('...i,...i->...', fallback, u)[..., None] * u)
+    return perp + w * fb
+
+
+#: Keypoints of the left and right limbs: (root, middle, end) for arms and legs.
+_LIMBS = {'arm': [[_K[f'{s}_{n}'] for n in ('shoulder', 'elbow', 'wrist')]
+                  for s in ('left', 'right')],
+          'leg': [[_K[f'{s}_{n}'] for n in ('hip', 'knee', 'ankle')] for s in ('left', 'right')]}
+_TOES = [[_K[f'{s}_big_toe'], _K[f'{s}_small_toe']] for s in ('left', 'right')]
+_MIDDLE = {'arm': [_J['l_elbow'], _J['r_elbow']], 'leg': [_J['l_knee'], _J['r_knee']]}
+_SIGN2 = {'arm': np.stack([_SIGNS['arm_l'], _SIGNS['arm_r']]),
+          'leg': np.stack([_SIGNS['leg_l'], _SIGNS['leg_r']])}
+_COLS = {'arm': np.array([_ARM['l'], _ARM['r']]), 'leg': np.array([_LEG['l'], _LEG['r']])}
+
+
+def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
+           prev: np.ndarray, arm_sides: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint angles ``(B, 20)``, which were solved ``(B, 20)``, each arm's bend ``(B, 2, 3)``."""
+    B = len(local)
+    angles = np.zeros((B, 20))
+    solved = np.zeros((B, 20), bool)
+    has_prev = np.isfinite(prev).all(1)
+    fwd = np.array([1.0, 0, 0])
+    last = np.stack([a if a is not None else np.full((2, 3), np.nan) for a in arm_sides])
+    last = np.where(np.isfinite(last), last, fwd)  # (B, 2, 3)
+    sides = last
+    for limb in ('arm', 'leg'):  # both sides at once: (B, 2, ...)
+        idx = np.array(_LIMBS[limb])
+        root, mid, end = local[:, idx[:, 0]], local[:, idx[:, 1]], local[:, idx[:, 2]]
+        u, f = unit(mid - root), unit(end - mid)
+        if limb == 'arm':
+            # R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x
+            bend = _bend_side(u, f, last)
+            m = frames(-u, bend)[..., [1, 2, 0]]
+            seq = 'ZXZ'
+        else:
+            # R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
+            toes = local[:, np.array(_TOES)].mean(2)
+            foot = np.where(np.isfinite(toes - end), toes - end, fwd)
+            m = frames(-u, -_bend_side(u, f, -foot))[..., [1, 2, 0]]
+            seq = 'ZXY'
+        ok = np.isfinite(m).all((-1, -2))  # (B, 2)
+        cols = _COLS[limb]  # (2, 3)
+        p = np.where(has_prev[:, None, None], prev[:, cols], 0.0)  # (B, 2, 3)
+        cand = _euler(np.nan_to_num(m).reshape(-1, 3, 3), seq).reshape(B, 2, 2, 3)
+        cand = cand * _SIGN2[limb][None, :, None]
+        th = _choose(cand.reshape(-1, 2, 3), list(cols[0]), p.reshape(-1, 3)).reshape(B, 2, 3)
+        if limb == 'arm':
+            ref = np.where(has_prev[:, None], p[..., 0], th[..., 0])  # new track: as measured
+            r = np.array([1.0, -1.0])
+            th = _into_range(_unsingular(np.nan_to_num(m).reshape(-1, 3, 3), th.reshape(-1, 3),
+                                         ref.reshape(-1), np.tile(r, B)),
+                             list(cols[0])).reshape(B, 2, 3)
+            sides = np.where(ok[..., None], unit(bend), last)
+        bent = np.arccos(np.clip(np.einsum('bsi,bsi->bs', u, f), -1, 1))
+        angles[:, cols] = th
+        angles[:, _MIDDLE[limb]] = bent if limb == 'arm' else -bent
+        solved[:, cols] = ok[..., None]
+        solved[:, _MIDDLE[limb]] = ok
+    if head is not None and head_valid.any():
+        # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
+        p = np.where(has_prev[:, None], prev[:, _HEAD], 0.0)
+        th = _choose(_euler(np.nan_to_num(head), 'XZY') * _SIGNS['head'], _HEAD, p)
+        angles[:, _HEAD] = th
+        solved[:, _HEAD] = head_valid[:, None]
+    solved[:, _J['waist']] = True  # the body frame follows the torso: always 0
+    angles = np.where(np.isfinite(angles), angles, 0.0)
+    return angles, solved, sides
+
+
+def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
+                r: np.ndarray) -> np.ndarray:
+    """
+    Arm angles ``(N, 3)`` near the arm-down singularity: the yaw is held towards ``yaw_ref``.
+
+    With the arm nearly straight down, yaw and roll turn about the same axis and only their
+    difference is measured; the yaw blends to its reference and the rest is solved exactly.
+    ``r (N,)``: +1 left arm, -1 right arm.
+    """
+    near = np.abs(np.sin(th[:, 1])) < 0.1
+    if not near.any():
+        return th
+    w = np.abs(np.sin(th[near, 1])) / 0.1
+    yaw = yaw_ref[near] + w * wrap(th[near, 0] - yaw_ref[near])
+    r = r[near]
+    c, s = np.cos(r * yaw), np.sin(r * yaw)
+    rz = np.zeros((len(yaw), 3, 3))
+    rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1
+    M = rz @ m[near]  # = Rx(r p) Rz(r roll)
+    out = th.copy()
+    out[near, 0] = yaw
+    out[near, 1] = r * np.arctan2(-M[:, 1, 2], M[:, 2, 2])
+    out[near, 2] = r * np.arctan2(-M[:, 0, 1], M[:, 0, 0])
+    return out
+
+
+__all__ = ['BodyKinematics', 'KinematicsConfig', 'KinematicsFrame', 'LENGTH_NAMES',
+           'measure_lengths']

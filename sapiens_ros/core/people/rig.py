@@ -1,0 +1,366 @@
+# Copyright 2026 sapiens_ros contributors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Joint rotations for avatars: the VRM 1.0 humanoid bones from the 308 keypoints (ROS-free).
+
+Rig: the VRM 1.0 / Unity humanoid bone set (:data:`BONES`), which UniVRM, three-vrm and VRM
+importers for Unreal retarget to any humanoid avatar. Rest pose: the VRM 1.0 T-pose in model
+space, glTF axes (+Y up, the avatar faces +Z, +X is its left): arms and hands along +-X, palms
+down, fingers along +-X, thumbs level at 45 deg between +-X and +Z, legs down -Y, feet along +Z.
+In that rest pose every bone's axes are the model axes, so a bone's rotation is its VRM
+*normalized* local rotation (three-vrm's ``setNormalizedPose``, UniVRM's normalized bones):
+``global(bone) = global(parent) @ local(bone)``, ``global(hips) = local(hips)``.
+
+Model space is ``body_<id>`` with its axes renamed (:data:`MODEL_FROM_BODY`): X = body y (left),
+Y = body z (up), Z = body x (forward). Place the avatar at the body frame; the hips rotation is
+then the pelvis against the torso.
+
+Each bone's frame is built from two directions (:data:`BONES`): an *aim* along the bone between
+keypoints, and a *side* that fixes its twist, from keypoints (hips, chest, hands, feet), from
+the bend of the limb (upper arm, thigh: the plane of the elbow, the knee), or carried from the
+parent (forearm, shin, finger and thumb segments turn as hinges). Spine and chest split the
+pelvis-to-shoulders rotation, the neck splits the chest-to-head one (the 308 set has no spine
+or neck-base points that move with the body). Shoulder (clavicle) and toe bones stay at rest:
+no point of the set measures a shrug or the toe joints. The head is the face frame
+(:func:`~sapiens_ros.core.people.faces.head_poses`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from .geometry import frames, matrix_to_quat, slerp_matrices, unit
+from ..models.metadata import keypoint_info
+
+#: Rotation of VRM model space in ``body_<id>``: columns are the model's X, Y, Z in body axes.
+MODEL_FROM_BODY = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])
+
+_X, _Y, _Z = np.eye(3)
+_S2 = np.sqrt(0.5)
+
+
+@dataclass(frozen=True)
+class Bone:
+    """
+    How a bone's frame is measured.
+
+    ``mode``: 'points' (aim and side between keypoints), 'bend' (side: the bend of the next
+    segment, ``side`` names its keypoints and sign; ``fallback`` a bone whose ``side_rest``
+    axis serves while straight), 'parent' (side: the parent's ``side_rest`` axis), 'slerp'
+    (``t`` of the way from bone ``aim[0]`` to ``aim[1]``), 'rest' (the parent's frame), 'face'.
+    """
+
+    name: str
+    parent: str | None
+    mode: str
+    aim: tuple[str, str] = ('', '')
+    aim_rest: tuple[float, float, float] = (0, 0, 0)
+    side: tuple[str, str] = ('', '')
+    side_rest: tuple[float, float, float] = (0, 0, 0)
+    fallback: str = ''
+    t: float = 0.0
+
+
+def _bones() -> tuple[Bone, ...]:
+    out = [Bone('hips', None, 'points', ('mid_hip', 'mid_shoulder'), _Y,
+                ('right_hip', 'left_hip'), _X),
+           Bone('spine', 'hips', 'slerp', ('hips', 'upperChest'), t=1 / 3),
+           Bone('chest', 'spine', 'slerp', ('hips', 'upperChest'), t=2 / 3),
+           Bone('upperChest', 'chest', 'points', ('mid_hip', 'mid_shoulder'), _Y,
+                ('right_shoulder', 'left_shoulder'), _X),
+           Bone('neck', 'upperChest', 'slerp', ('upperChest', 'head'), t=0.5),
+           Bone('head', 'neck', 'face')]
+    for s, x in (('left', 1.0), ('right', -1.0)):
+        out += [
+            Bone(f'{s}Shoulder', 'upperChest', 'rest'),
+            Bone(f'{s}UpperArm', f'{s}Shoulder', 'bend', (f'{s}_shoulder', f'{s}_elbow'),
+                 (x, 0, 0), (f'{s}_elbow', f'{s}_wrist'), _Z, fallback=f'{s}Hand'),
+            Bone(f'{s}LowerArm', f'{s}UpperArm', 'parent', (f'{s}_elbow', f'{s}_wrist'),
+                 (x, 0, 0), side_rest=_Y),
+            Bone(f'{s}Hand', f'{s}LowerArm', 'points',
+                 (f'{s}_wrist', f'{s}_middle_finger_third_joint'), (x, 0, 0),
+                 (f'{s}_pinky_finger_third_joint', f'{s}_forefinger_third_joint'), _Z)]
+        thumb = (x * _S2, 0, _S2)
+        hinge = (-x * _S2, 0, _S2)  # the thumb's flexion axis, level and across the thumb
+        for seg, a, b in (('Metacarpal', 'thumb_third_joint', 'thumb2'),
+                          ('Proximal', 'thumb2', 'thumb3'), ('Distal', 'thumb3', 'thumb4')):
+            parent = f'{s}Hand' if seg == 'Metacarpal' else out[-1].name
+            out.append(Bone(f'{s}Thumb{seg}', parent, 'parent', (f'{s}_{a}', f'{s}_{b}'), thumb,
+                            side_rest=hinge))
+        for finger, kp in (('Index', 'forefinger'), ('Middle', 'middle_finger'),
+                           ('Ring', 'ring_finger'), ('Little', 'pinky_finger')):
+            for seg, a, b in (('Proximal', 'third_joint', '2'), ('Intermediate', '2', '3'),
+                              ('Distal', '3', '4')):
+                parent = f'{s}Hand' if seg == 'Proximal' else out[-1].name
+                sep = '_' if a == 'third_joint' else ''
+                out.append(Bone(f'{s}{finger}{seg}', parent, 'parent',
+                                (f'{s}_{kp}{sep}{a}', f'{s}_{kp}{b}'), (x, 0, 0),
+                                side_rest=_Z))
+    for s, x in (('left', 1.0), ('right', -1.0)):
+        out += [
+            Bone(f'{s}UpperLeg', 'hips', 'bend', (f'{s}_hip', f'{s}_knee'), -_Y,
+                 (f'{s}_ankle', f'{s}_knee'), _Z, fallback=f'{s}Foot'),
+            Bone(f'{s}LowerLeg', f'{s}UpperLeg', 'parent', (f'{s}_knee', f'{s}_ankle'), -_Y,
+                 side_rest=_X),
+            Bone(f'{s}Foot', f'{s}LowerLeg', 'points', (f'{s}_heel', f'{s}_mid_toes'), _Z,
+                 (f'{s}_big_toe', f'{s}_small_toe') if x > 0 else
+                 (f'{s}_small_toe', f'{s}_big_toe'), _X),
+            Bone(f'{s}Toes', f'{s}Foot', 'rest')]
+    return tuple(out)
+
+
+#: The VRM 1.0 humanoid bones computed, parents before children (VRM 0.x and Unity call the
+#: thumb's Metacarpal, Proximal, Distal: Proximal, Intermediate, Distal).
+BONES = _bones()
+BONE_NAMES = tuple(b.name for b in BONES)
+_B = {n: i for i, n in enumerate(BONE_NAMES)}
+_DERIVED = {'mid_hip': ('left_hip', 'right_hip'),
+            'mid_shoulder': ('left_shoulder', 'right_shoulder'),
+            'left_mid_toes': ('left_big_toe', 'left_small_toe'),
+            'right_mid_toes': ('right_big_toe', 'right_small_toe')}
+
+
+@cache
+def _points() -> dict[str, int]:
+    """Index of each named point in the keypoints extended by :data:`_DERIVED`."""
+    names = keypoint_info().names
+    index = {n: i for i, n in enumerate(names)}
+    index.update({n: len(names) + i for i, n in enumerate(_DERIVED)})
+    return index
+
+
+@cache
+def _plan() -> list[tuple[str, list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                          np.ndarray, np.ndarray]]:
+    """Stages of bones computed together: (mode, bones, aim from/to, side from/to, rests)."""
+    p = _points()
+    level = {}
+    for b in BONES:
+        level[b.name] = 0 if b.parent is None else level[b.parent] + 1
+    order = {'points': 0, 'bend': 1, 'parent': 2}
+    groups: dict[tuple[int, int], list[Bone]] = {}
+    for b in BONES:
+        if b.mode in order:
+            key = (order[b.mode], level[b.name] if b.mode == 'parent' else 0)
+            groups.setdefault(key, []).append(b)
+    plan = []
+    for key in sorted(groups):
+        bs = groups[key]
+        idx = [_B[b.name] for b in bs]
+        a = np.array([[p[b.aim[0]], p[b.aim[1]]] for b in bs])
+        s = np.array([[p[b.side[0]], p[b.side[1]]] if b.side[0] else [0, 0] for b in bs])
+        plan.append((bs[0].mode, idx, a, s, np.array([b.aim_rest for b in bs], np.float64),
+                     np.array([b.side_rest for b in bs], np.float64),
+                     np.array([_B[b.fallback] if b.fallback else 0 for b in bs]),
+                     np.array([_B[b.parent] if b.parent else 0 for b in bs])))
+    return plan
+
+
+@cache
+def _rest_frames() -> np.ndarray:
+    """``frames(aim_rest, side_rest)`` per bone ``(N, 3, 3)`` (identity where unused)."""
+    out = np.tile(np.eye(3), (len(BONES), 1, 1))
+    for b in BONES:
+        if np.any(b.aim_rest) and np.any(b.side_rest):
+            out[_B[b.name]] = frames(np.asarray(b.aim_rest, float),
+                                     np.asarray(b.side_rest, float))
+    return out
+
+
+@cache
+def _parents() -> np.ndarray:
+    return np.array([_B[b.parent] if b.parent else 0 for b in BONES])
+
+
+@cache
+def _derived_bones() -> tuple[list[int], list[int], list[int], np.ndarray, list[int], list[int]]:
+    """Slerped bones (index, from, to, t) and rest bones (index, parent)."""
+    sl = [b for b in BONES if b.mode == 'slerp']
+    rest = [b for b in BONES if b.mode == 'rest']
+    return ([_B[b.name] for b in sl], [_B[b.aim[0]] for b in sl], [_B[b.aim[1]] for b in sl],
+            np.array([b.t for b in sl]), [_B[b.name] for b in rest],
+            [_B[b.parent] for b in rest])
+
+
+@dataclass
+class RigPose:
+    """Bone rotations of one frame's bodies, :data:`BONE_NAMES` order."""
+
+    local: np.ndarray  # (B, N, 4) x, y, z, w: VRM normalized local rotations
+    global_: np.ndarray  # (B, N, 3, 3) bone rotations in model space (hips: = local)
+    valid: np.ndarray  # (B, N) bool: measured this frame (else at rest: identity local)
+
+    def __len__(self) -> int:
+        return int(self.local.shape[0])
+
+
+def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
+             head: np.ndarray | None = None,
+             head_valid: np.ndarray | None = None) -> RigPose:
+    """
+    VRM bone rotations of bodies from camera-frame keypoints ``xyz (B, 308, 3)``.
+
+    ``rotation (B, 3, 3)`` and ``origin (B, 3)``: ``body_<id>`` in the camera frame (the
+    :class:`~.kinematics.KinematicsFrame` ``orientation`` as a matrix and ``position``);
+    ``head (B, 3, 3)`` and ``head_valid (B,)``: the faces' axes in the camera frame.
+    """
+    xyz = np.asarray(xyz, np.float64)
+    B, N = len(xyz), len(BONES)
+    model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY  # model axes in the camera
+    pts = np.einsum('bji,bkj->bki', model, xyz - np.asarray(origin, np.float64)[:, None])
+    derived = np.stack([(pts[:, _points()[a]] + pts[:, _points()[b]]) / 2
+                        for a, b in _DERIVED.values()], 1)
+    pts = np.concatenate([pts, derived], 1)
+    G = np.tile(np.eye(3), (B, N, 1, 1))
+    valid = np.zeros((B, N), bool)
+    rest = _rest_frames()
+    for mode, idx, a, s, aim_rest, side_rest, fallback, parent in _plan():
+        aim = pts[:, a[:, 1]] - pts[:, a[:, 0]]  # (B, n, 3)
+        if mode == 'points':
+            side = pts[:, s[:, 1]] - pts[:, s[:, 0]]
+        elif mode == 'bend':
+            # the next segment's direction off this one; the fallback bone's axis when straight
+            nxt = unit(pts[:, s[:, 1]] - pts[:, s[:, 0]])
+            u = unit(aim)
+            perp = nxt - (nxt * u).sum(-1, keepdims=True) * u
+            fb = np.einsum('bnij,nj->bni', G[:, fallback], side_rest)
+            fb = np.where(valid[:, fallback, None], fb, side_rest)  # else: rest axis
+            fb = unit(fb - (fb * u).sum(-1, keepdims=True) * u)
+            n = np.sqrt(np.einsum('bni,bni->bn', perp, perp))[..., None]
+            side = perp + 0.1 * np.clip(1 - n / 0.1, 0, 1) * fb
+        else:  # parent: the parent's axis
+            side = np.einsum('bnij,nj->bni', G[:, parent], side_rest)
+        cur = frames(aim, side)  # (B, n, 3, 3)
+        ok = np.isfinite(cur).all((-1, -2))
+        if mode == 'parent':
+            ok &= valid[:, parent]
+        G[:, idx] = np.where(ok[..., None, None], cur @ np.swapaxes(rest[idx], -1, -2),
+                             G[:, parent] if mode != 'points' else np.eye(3))
+        valid[:, idx] = ok
+    if head is not None and head_valid is not None:
+        h = np.einsum('bji,bjk->bik', model, np.asarray(head, np.float64)) @ MODEL_FROM_BODY
+        hv = np.asarray(head_valid, bool)
+        G[:, _B['head']] = np.where(hv[:, None, None], h, G[:, _B['upperChest']])
+        valid[:, _B['head']] = hv
+    else:
+        G[:, _B['head']] = G[:, _B['upperChest']]
+    sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
+    G[:, sl] = slerp_matrices(G[:, lo], G[:, hi], np.broadcast_to(t, (B, len(t))))
+    valid[:, sl] = valid[:, lo] & valid[:, hi]
+    for i, p in zip(rest_bones, rest_parents):  # a handful, parents first
+        G[:, i], valid[:, i] = G[:, p], valid[:, p]
+    PG = G[:, _parents()]
+    PG[:, 0] = np.eye(3)  # the hips' parent is model space
+    local = np.swapaxes(PG, -1, -2) @ G
+    q = matrix_to_quat(local)
+    q[~valid] = (0, 0, 0, 1)
+    if not valid.all():  # bones at rest: their globals follow from their parents'
+        G = rig_globals(np.where(valid[..., None, None], local, np.eye(3)))
+    return RigPose(q, G, valid)
+
+
+#: T-pose positions (model space, m, left side; the right mirrors x) of the points a synthetic
+#: body places, each carried by a bone from an anchor point placed before it.
+_REST: tuple[tuple[str, tuple[float, float, float], str, str], ...] = (
+    ('mid_hip', (0, 0, 0), 'hips', ''), ('left_hip', (0.1, 0, 0), 'hips', 'mid_hip'),
+    ('mid_shoulder', (0, 0.5, 0), 'hips', 'mid_hip'),
+    ('left_shoulder', (0.18, 0.5, 0), 'upperChest', 'mid_shoulder'),
+    ('head_base', (0, 0.6, 0), 'neck', 'mid_shoulder'),
+    ('sellion', (0, 0.68, 0.09), 'head', 'head_base'),
+    ('left_elbow', (0.46, 0.5, 0), 'leftUpperArm', 'left_shoulder'),
+    ('left_wrist', (0.71, 0.5, 0), 'leftLowerArm', 'left_elbow'),
+    ('left_middle_finger_third_joint', (0.8, 0.5, 0), 'leftHand', 'left_wrist'),
+    ('left_forefinger_third_joint', (0.795, 0.5, 0.022), 'leftHand', 'left_wrist'),
+    ('left_ring_finger_third_joint', (0.795, 0.5, -0.018), 'leftHand', 'left_wrist'),
+    ('left_pinky_finger_third_joint', (0.785, 0.5, -0.036), 'leftHand', 'left_wrist'),
+    ('left_thumb_third_joint', (0.735, 0.485, 0.025), 'leftHand', 'left_wrist'),
+    ('left_knee', (0.1, -0.42, 0), 'leftUpperLeg', 'left_hip'),
+    ('left_ankle', (0.1, -0.82, 0), 'leftLowerLeg', 'left_knee'),
+    ('left_heel', (0.1, -0.89, -0.05), 'leftFoot', 'left_ankle'),
+    ('left_big_toe', (0.07, -0.89, 0.14), 'leftFoot', 'left_ankle'),
+    ('left_small_toe', (0.13, -0.89, 0.14), 'leftFoot', 'left_ankle'))
+
+
+def _rest_points() -> list[tuple[str, np.ndarray, str, str]]:
+    """:data:`_REST` for both sides plus the finger and thumb points, absolute T-pose xyz."""
+    out: list[tuple[str, np.ndarray, str, str]] = []
+    at: dict[str, np.ndarray] = {}
+
+    def add(name, xyz, bone, anchor):
+        at[name] = np.asarray(xyz, np.float64)
+        out.append((name, at[name], bone, anchor))
+
+    for name, xyz, bone, anchor in _REST:
+        if 'left' in name:
+            for side, x in (('left', 1.0), ('right', -1.0)):
+                add(name.replace('left', side), np.asarray(xyz) * (x, 1, 1),
+                    bone.replace('left', side), anchor.replace('left', side))
+        else:
+            add(name, xyz, bone, anchor)
+    for side, x in (('left', 1.0), ('right', -1.0)):
+        d = np.array([x * _S2, 0, _S2])
+        for seg, length in (('Metacarpal', 0.04), ('Proximal', 0.032), ('Distal', 0.025)):
+            b = BONES[_B[f'{side}Thumb{seg}']]
+            add(b.aim[1], at[b.aim[0]] + d * length, b.name, b.aim[0])
+        for finger in ('Index', 'Middle', 'Ring', 'Little'):
+            for seg, length in (('Proximal', 0.045), ('Intermediate', 0.025), ('Distal', 0.02)):
+                b = BONES[_B[f'{side}{finger}{seg}']]
+                add(b.aim[1], at[b.aim[0]] + np.array([x * length, 0, 0]), b.name, b.aim[0])
+    return out
+
+
+def rig_globals(local: np.ndarray) -> np.ndarray:
+    """Model-space rotations ``(B, N, 3, 3)`` of local rotations ``(B, N, 3, 3)``."""
+    G = np.array(local, np.float64)
+    for i, b in enumerate(BONES):
+        if b.parent:
+            G[:, i] = G[:, _B[b.parent]] @ local[:, i]
+    return G
+
+
+def synthetic_rig_keypoints(local: np.ndarray, rotation: np.ndarray,
+                            origin: np.ndarray) -> np.ndarray:
+    """
+    308 keypoints ``(B, 308, 3)`` of a T-pose body posed by VRM locals ``(B, N, 3, 3)``.
+
+    For tests and benchmarks. The body frame is ``rotation (B, 3, 3)``, ``origin (B, 3)`` in
+    the camera frame; the face is :data:`~.faces.FACE_TEMPLATE` at the head. Points the rig
+    does not read stay NaN.
+    """
+    from .faces import face_template_points
+    G = rig_globals(local)
+    model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY
+    B = len(local)
+    placed: dict[str, np.ndarray] = {}
+    rest: dict[str, np.ndarray] = {}
+    for name, xyz, bone, anchor in _rest_points():
+        rest[name] = xyz
+        placed[name] = np.zeros((B, 3)) if not anchor else \
+            placed[anchor] + G[:, _B[bone]] @ (xyz - rest[anchor])
+    face = model @ G[:, _B['head']] @ MODEL_FROM_BODY.T  # face axes x fwd, y left, z up
+    cam = {n: np.einsum('bij,bj->bi', model, p) + origin for n, p in placed.items()}
+    out = face_template_points(face, cam['sellion'])
+    index = {n: i for i, n in enumerate(keypoint_info().names)}
+    for n, p in cam.items():
+        if n in index:
+            out[:, index[n]] = p
+    return out
+
+
+__all__ = ['BONES', 'BONE_NAMES', 'Bone', 'MODEL_FROM_BODY', 'RigPose', 'rig_globals',
+           'rig_pose', 'synthetic_rig_keypoints']
