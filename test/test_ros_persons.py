@@ -36,10 +36,8 @@ tf2_ros = pytest.importorskip('tf2_ros')
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from rclpy.duration import Duration  # noqa: E402
 from ros_graph import qos  # noqa: E402
-from sapiens_ros.core.models.metadata import keypoint_info  # noqa: E402
 from sapiens_ros.core.people.hri_ids import is_hri_id  # noqa: E402
 from sapiens_ros.core.people.triangulate import look_at  # noqa: E402
-from sapiens_ros.core.processing.heads.pose import gaussian_heatmaps  # noqa: E402
 from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import camera_info_for  # noqa: E402
 from sapiens_ros.ros.tf_frames import transform  # noqa: E402
@@ -47,7 +45,7 @@ from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
-import torch  # noqa: E402
+from template_pose import TemplatePose  # noqa: E402
 
 WIDTH, HEIGHT, HFOV = 320, 240, 65.0
 RADIUS, TALL, WALL = 0.2, 1.8, 8.0  # a person: an upright cylinder (m); the far wall (m)
@@ -94,32 +92,11 @@ def person_box(camera_to_world: np.ndarray, centre) -> tuple[float, float, float
     return (*((lo + hi) / 2).tolist(), *(hi - lo).tolist())
 
 
-class TemplatePose:
-    """
-    The test's pose model: heatmaps peaked at fixed places of each crop (the runner's contract).
-
-    Shoulders and hips near the middle of the crop (on the person), every other keypoint at its
-    centre; the crop window is the detector's box grown to the model's aspect, so the torso
-    lands on the cylinder. Wraps the real runner for everything but the forward pass.
-    """
-
-    PLACES = {'left_shoulder': (0.54, 0.36), 'right_shoulder': (0.46, 0.36),
-              'left_hip': (0.53, 0.55), 'right_hip': (0.47, 0.55)}
-
-    def __init__(self, runner) -> None:
-        self._runner = runner
-        names = keypoint_info().names
-        self.template = np.full((len(names), 2), 0.5)
-        for name, at in self.PLACES.items():
-            self.template[names.index(name)] = at
-
-    def __getattr__(self, name):
-        return getattr(self._runner, name)
-
-    def __call__(self, crops: torch.Tensor) -> dict:
-        h, w = crops.shape[-2] // 4, crops.shape[-1] // 4
-        centres = torch.as_tensor(self.template * [w - 1, h - 1], dtype=torch.float32)
-        return {'heatmaps': gaussian_heatmaps(centres.expand(len(crops), -1, -1), (h, w))}
+#: The test's pose model: shoulders and hips near the middle of each crop (on the person),
+#: every other keypoint at its centre; the crop window is the detector's box grown to the
+#: model's aspect, so the torso lands on the cylinder.
+TORSO = {'left_shoulder': (0.54, 0.36), 'right_shoulder': (0.46, 0.36),
+         'left_hip': (0.53, 0.55), 'right_hip': (0.47, 0.55)}
 
 
 def _header(t: float, frame_id: str) -> Header:
@@ -183,7 +160,7 @@ def test_two_rgbd_cameras_two_people_two_persons_and_a_hand_over(graph):
     node = graph.perception(cameras='front,side', tasks='pose', box_source='detections',
                             use_depth=True, world_frame='odom', depth_timeout=0.0,
                             detections_timeout=0.0, hri=True)
-    node.pipeline.runners['pose'] = TemplatePose(node.pipeline.runners['pose'])
+    node.pipeline.runners['pose'] = TemplatePose(node.pipeline.runners['pose'], TORSO)
     tracked = graph.collect(hri.IdsList, '/humans/persons/tracked')
     bodies = graph.collect(hri.IdsList, '/humans/bodies/tracked')
     buffer = tf2_ros.Buffer()

@@ -16,35 +16,43 @@
 REP-155 (ROS4HRI) bodies: ``/humans/bodies/tracked`` and one namespace per body.
 
 One :class:`HriBodies` per process serves all its cameras: the topics are global, so the list
-of tracked bodies is the union over the cameras, and body ids (``b<track id>``, a ROS name
-token cannot start with a digit) are unique because the cameras share one track id source.
+of tracked bodies is the union over the cameras, and body ids (five letters, a function of the
+track id: ``body_frames.body_id``) are unique because the cameras share one track id source.
 Per body, ``/humans/bodies/<id>/roi`` (``NormalizedRegionOfInterest2D``), ``/cropped``
-(``Image``) and ``/skeleton2d`` (``Skeleton2D``) are published while its track lives (seen
-within ``track_max_age``) and destroyed when it is dropped, as ``hri_body_detect`` does. The
-``body_<id>`` TF frame comes from ``tf_frames``. ``hri_msgs`` is optional: without it
-:data:`HRI_MSGS_ERROR` says why and nothing here can be built.
+(``Image``), ``/skeleton2d`` (``Skeleton2D``), ``/joint_states`` (``JointState``),
+``/position`` (``PointStamped``), ``/velocity`` (``TwistStamped``) and ``/urdf``
+(``String``, latched) are published while its track lives (seen within ``track_max_age``,
+also by wall time: :meth:`HriBodies.expire`) and destroyed when it is dropped, as
+``hri_body_detect`` does. The ``body_<id>`` and link TF frames come from ``people_world``.
+``hri_msgs`` is optional: without it :data:`HRI_MSGS_ERROR` says why and nothing here can be
+built.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import threading
 import time
 
+from geometry_msgs.msg import PointStamped, TwistStamped
 import numpy as np
 from rclpy.node import Node
 try:
     from rclpy.event_handler import PublisherEventCallbacks
 except ImportError:  # Humble: the same class, under its old module name
     from rclpy.qos_event import PublisherEventCallbacks
-from sensor_msgs.msg import Image
-from std_msgs.msg import Header
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Header, String
 
 from .array_msgs import image_msg
+from .body_messages import body_position, body_velocity, joint_state
 from .optional_msgs import import_error, message_types
-from .qos import HRI_QOS
+from .qos import HRI_LATCHED_QOS, HRI_QOS
 from ..core.models.keypoint_formats import keypoint_format
 from ..core.people.body_frames import body_id
+from ..core.people.body_models import BodyModelFrame
+from ..core.people.kinematics import KinematicsFrame
 from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
 
@@ -61,6 +69,16 @@ class _Body:
     roi: object
     cropped: object
     skeleton: object
+    joint_states: object
+    position: object
+    velocity: object
+    urdf: object
+    urdf_sent: bool = False
+
+    @property
+    def publishers(self) -> tuple:
+        return (self.roi, self.cropped, self.skeleton, self.joint_states, self.position,
+                self.velocity, self.urdf)
 
 
 def skeleton2d(header: Header, uv: np.ndarray, scores: np.ndarray,
@@ -143,13 +161,17 @@ class HriBodies:
             return sorted(self._bodies, key=lambda b: self._bodies[b].track)
 
     def update(self, camera: str, header: Header, result: FrameResult, people: People,
-               image: np.ndarray | None = None) -> None:
+               image: np.ndarray | None = None, models: BodyModelFrame | None = None,
+               urdf: Callable[[int, str], str | None] | None = None) -> None:
         """
         Publish one frame of ``camera``: the tracked list, and each visible body's topics.
 
         ``people`` is that frame's ``PeopleState.update``; its live tracks make the camera's
         bodies (a body hidden for a moment keeps its topics). ``image`` (HxWx3 RGB uint8) is
-        needed for ``/cropped``; every per-body message is built only for subscribers.
+        needed for ``/cropped``; ``models`` (the frame's body models) for ``joint_states``,
+        ``position`` and ``velocity``, and ``urdf(track, body id)`` gives a body's URDF once
+        its bone lengths froze (latched, sent once). Every per-body message is built only for
+        subscribers.
         """
         pose = result.pose
         size = result.image_size
@@ -158,10 +180,15 @@ class HriBodies:
             self._live[camera] = {body_id(t): int(t) for t in people.tracks.tolist()}
             if pose is not None and len(people) == len(pose.boxes):
                 rows = np.flatnonzero(people.ids >= 0)
+                kin_row = {} if models is None else \
+                    {int(r): k for k, r in enumerate(models.kinematics.rows.tolist())}
                 for row in rows.tolist():
                     track = int(people.ids[row])
                     self._live[camera].setdefault(body_id(track), track)
-                    self._publish_body(header, track, result, people, row, image, size)
+                    body = self._publish_body(header, track, result, people, row, image, size)
+                    if row in kin_row:
+                        self._publish_kinematics(header, body, models.kinematics,
+                                                 kin_row[row], urdf)
             self._drop_lost()
             self._publish_tracked(header)
 
@@ -214,7 +241,11 @@ class HriBodies:
             body = self._bodies[name] = _Body(
                 track, self._publisher(NormalizedRegionOfInterest2D, f'{ns}/roi'),
                 self._publisher(Image, f'{ns}/cropped'),
-                self._publisher(Skeleton2D, f'{ns}/skeleton2d'))
+                self._publisher(Skeleton2D, f'{ns}/skeleton2d'),
+                self._publisher(JointState, f'{ns}/joint_states'),
+                self._publisher(PointStamped, f'{ns}/position'),
+                self._publisher(TwistStamped, f'{ns}/velocity'),
+                destroyable_publisher(self._node, String, f'{ns}/urdf', HRI_LATCHED_QOS))
         pose = result.pose
         if body.roi.get_subscription_count():
             body.roi.publish(normalized_roi(header, pose.boxes[row],
@@ -226,6 +257,22 @@ class HriBodies:
             crop = cropped_image(header, image, pose.boxes[row])
             if crop is not None:
                 body.cropped.publish(crop)
+        return body
+
+    def _publish_kinematics(self, header: Header, body: _Body, kin: KinematicsFrame, k: int,
+                            urdf: Callable[[int, str], str | None] | None) -> None:
+        name = body_id(body.track)
+        if body.joint_states.get_subscription_count():
+            body.joint_states.publish(joint_state(header, name, kin.joint_positions[k]))
+        if body.position.get_subscription_count():
+            body.position.publish(body_position(header, kin.position[k]))
+        if body.velocity.get_subscription_count():
+            body.velocity.publish(body_velocity(header, name, kin.velocity[k]))
+        if not body.urdf_sent and urdf is not None:
+            text = urdf(body.track, name)
+            if text is not None:
+                body.urdf.publish(String(data=text))
+                body.urdf_sent = True
 
     def _publisher(self, msg_type: type, topic: str):
         return destroyable_publisher(self._node, msg_type, topic, HRI_QOS)
@@ -234,7 +281,7 @@ class HriBodies:
         live = set().union(*self._live.values()) if self._live else set()
         for name in [b for b in self._bodies if b not in live]:
             body = self._bodies.pop(name)
-            for pub in (body.roi, body.cropped, body.skeleton):
+            for pub in body.publishers:
                 self._node.destroy_publisher(pub)
 
     def _publish_tracked(self, header: Header) -> None:

@@ -353,6 +353,14 @@ PARAMS: tuple[Param, ...] = (
           to='world.world_frame', parse=parse_frame_id),
     Param('person_joints_tf', False, 'with world_frame, also the fused joints of each person '
           'as TF frames <joint>_<person id> under person_<id>', to='world.person_joints_tf'),
+    Param('body_links', 'node', 'the REP-155 humanoid link frames of each body (with hri and '
+          'metric 3D): node (computed here from the URDF and joint_states, no '
+          'robot_state_publisher needed) or robot_state_publisher (left to one per body, fed '
+          'by /humans/bodies/<id>/urdf and joint_states)',
+          choices=('node', 'robot_state_publisher'), to='world.body_links'),
+    Param('avatar_tf', False, 'with hri, the VRM 1.0 humanoid rig of each body on /tf: '
+          'vrm_<id> under body_<id>, then vrm_<bone>_<id> per bone (local rotations)',
+          to='world.avatar_tf'),
     Param('xyz_min_score', 0.3, 'keypoints scored lower get no 3D (pose/keypoints x, y, z, '
           'people/poses, body frames): occluded ones, where depth measures the occluder',
           low=0.0, high=10.0, to='people.min_score'),

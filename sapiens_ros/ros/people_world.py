@@ -32,12 +32,15 @@ import numpy as np
 from rclpy.node import Node
 from std_msgs.msg import Header
 
+from .body_messages import face_transform, link_transforms, rig_transforms
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
+from .hri_faces import face_id, HriFaces
 from .optional_msgs import missing_packages
 from .tf_frames import body_transforms, TF_ERROR, TfOut
 from .world_frame import TF2_ROS_ERROR
 from .world_persons import WorldPersons
-from ..core.people.body_frames import body_frames
+from ..core.people.body_frames import body_frames, body_id
+from ..core.people.body_models import BodyModelFrame, BodyModels
 from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing.intrinsics import Intrinsics
@@ -52,6 +55,8 @@ class WorldOptions:
     hri: bool = False  # REP-155 bodies under /humans/bodies (when hri_msgs imports)
     world_frame: str = ''  # persons in this tf2 frame (configure); empty: off
     person_joints_tf: bool = False  # and each person's fused joints under person_<id>
+    body_links: str = 'node'  # the humanoid's link frames: 'node' sends them, else rsp
+    avatar_tf: bool = False  # the VRM rig's bone frames under body_<id>
 
 
 class PeopleWorld:
@@ -65,6 +70,8 @@ class PeopleWorld:
             node.get_logger().warning(line)
         self._tf = TfOut(node) if TF_ERROR is None else None
         self._hri: HriBodies | None = None
+        self._faces: HriFaces | None = None
+        self._models: dict[str, BodyModels] = {}  # per camera: kinematics, rig, faces
         self.persons: WorldPersons | None = None
         frame = self.options.world_frame
         if frame and TF2_ROS_ERROR is not None:
@@ -101,16 +108,42 @@ class PeopleWorld:
         valid camera_info's) lets cameras triangulate joints together.
         """
         opts = self.options
-        if opts.publish_tf and self._tf is not None and self._tf.wanted():
-            self._tf.send(body_transforms(header, body_frames(people, joints=opts.tf_joints)))
-        if opts.hri and HRI_MSGS_ERROR is None:
+        hri = opts.hri and HRI_MSGS_ERROR is None
+        tf = opts.publish_tf and self._tf is not None and self._tf.wanted()
+        models = None
+        if hri:
             with self._lock:
                 if self._hri is None:
-                    self._hri = HriBodies(self._node)
-            self._hri.update(camera, header, result, people, image)
+                    self._hri, self._faces = HriBodies(self._node), HriFaces(self._node)
+                state = self._models.setdefault(camera, BodyModels())
+            models = state.update(people, result.image_size)
+            self._hri.update(camera, header, result, people, image, models,
+                             state.kinematics.urdf)
+            self._faces.update(camera, header, models.faces, image)
+        if tf:
+            out = body_transforms(header, body_frames(people, joints=opts.tf_joints))
+            if models is not None:
+                out += self._model_transforms(header, models)
+            self._tf.send(out)
         if self.persons is not None:
             self.persons.update(camera, header, people, image, intrinsics,
                                 opts.person_joints_tf)
+
+    def _model_transforms(self, header: Header, models: BodyModelFrame) -> list:
+        """Return the links (``body_links`` node), the rig (``avatar_tf``) and the faces."""
+        out = []
+        kin, rig, faces = models.kinematics, models.rig, models.faces
+        for k, track in enumerate(kin.ids.tolist()):
+            name = body_id(track)
+            if self.options.body_links == 'node':
+                out += link_transforms(header, name, kin, k)
+            if self.options.avatar_tf:
+                out += rig_transforms(header, name, rig, k)
+        for k, track in enumerate(faces.ids.tolist()):
+            if track >= 0 and faces.pose_valid[k]:
+                out.append(face_transform(header, face_id(track), faces.position[k],
+                                          faces.orientation[k]))
+        return out
 
     def diagnostics(self) -> dict:
         """Return the world's counters (empty without a world frame)."""
@@ -120,6 +153,7 @@ class PeopleWorld:
         """Age bodies and persons when cameras send nothing (the node's timer calls it)."""
         if self._hri is not None:
             self._hri.expire(track_max_age)
+            self._faces.expire(track_max_age)
         if self.persons is not None:
             self.persons.expire()
 
@@ -127,6 +161,8 @@ class PeopleWorld:
         """Drop a camera that stopped (its REP-155 bodies end)."""
         if self._hri is not None:
             self._hri.forget(camera)
+            self._faces.forget(camera)
+        self._models.pop(camera, None)
         if self.persons is not None:
             self.persons.forget(camera)
 
@@ -134,7 +170,8 @@ class PeopleWorld:
         """Destroy the publishers."""
         if self._hri is not None:
             self._hri.close()
-            self._hri = None
+            self._faces.close()
+            self._hri = self._faces = None
         if self.persons is not None:
             self.persons.close()
             self.persons = None

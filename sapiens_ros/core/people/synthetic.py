@@ -56,9 +56,19 @@ STANDING = {'left_hip': (0, 0.1, 0), 'right_hip': (0, -0.1, 0), 'left_shoulder':
 
 
 def standing_body(seed: int = 0) -> np.ndarray:
-    """Return ``(308, 3)`` keypoints of the standing person in its body frame."""
+    """
+    Return ``(308, 3)`` keypoints of the standing person in its body frame.
+
+    :data:`STANDING` where it names them, the face template (``faces.FACE_TEMPLATE``, looking
+    forward) for the other face points, and random points about the head for the rest.
+    """
+    from .faces import face_template_points
+
     names = keypoint_info().names
     pts = np.random.default_rng(seed).uniform(-0.05, 0.05, (len(names), 3)) + [0.05, 0, 0.7]
+    face = face_template_points(np.eye(3), np.array([0.09, 0.0, 0.755]))
+    known = np.isfinite(face).all(1)
+    pts[known] = face[known]
     for name, xyz in STANDING.items():
         pts[names.index(name)] = xyz
     return pts
