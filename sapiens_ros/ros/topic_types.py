@@ -30,7 +30,8 @@ from .vision_messages import Detection2DArray
 #: Message type of every topic suffix (the optional outputs are in :func:`optional_outputs`).
 TOPIC_TYPES: dict[str, type] = {
     'pose/keypoints': PointCloud2, 'pose/persons': PointCloud2, 'pose/markers': MarkerArray,
-    'pose/keypoint_info': String, 'seg/labels': Image, 'seg/overlay': Image,
+    'pose/keypoint_info': String, 'pose/overlay': Image, 'seg/labels': Image,
+    'seg/overlay': Image, 'matting/alpha': Image,
     'seg/label_info_json': String, 'normal/image': Image, 'normal/overlay': Image,
     'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'pointmap/camera_info': CameraInfo,
     'diagnostics': DiagnosticArray,
