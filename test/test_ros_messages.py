@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip('sensor_msgs.msg')
 
-from ros_fixtures import tiny_pipeline  # noqa: E402
+from ros_fixtures import OUTPUT_TASKS, tiny_pipeline  # noqa: E402
 from ros_graph import cloud_array  # noqa: E402
 from sapiens_ros.core.models.keypoint_formats import keypoint_format  # noqa: E402
 from sapiens_ros.core.people.state import PeopleState  # noqa: E402
@@ -36,9 +36,9 @@ from skimage import data as skdata  # noqa: E402
 
 @pytest.fixture(scope='module')
 def frame():
-    """Run the tiny 4-head pipeline once on the astronaut photo (RGB)."""
+    """Run the tiny pipeline of every output head once on the astronaut photo (RGB)."""
     image = skdata.astronaut()[::2, ::2].copy()
-    pipe = tiny_pipeline(box_source='full', foreground_only=False)
+    pipe = tiny_pipeline(OUTPUT_TASKS, box_source='full', foreground_only=False)
     return image, pipe(image)[0]
 
 

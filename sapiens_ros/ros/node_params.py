@@ -314,7 +314,8 @@ PARAMS: tuple[Param, ...] = (
     # people (issue 11): tracking, One-Euro smoothing, RGB-D fusion (docs/people.md).
     Param('tracking', True, 'track people across frames: ids in pose/persons, pose/keypoints, '
           'pose/markers and people/ids (false: id -1, nothing smoothed)', to='people.tracking'),
-    Param('smoothing', True, 'pose/markers and people/poses from One-Euro filtered keypoints',
+    Param('smoothing', True, 'pose/markers, pose/overlay and people/poses from One-Euro '
+          'filtered keypoints',
           to='message.smooth_markers'),
     Param('smooth_keypoints', False, 'pose/keypoints carry the filtered u, v, x, y, z too '
           '(false: raw, as the model gave them)', to='message.smooth_keypoints'),

@@ -110,12 +110,13 @@ def stamp(image: torch.Tensor, centers: torch.Tensor, owner: torch.Tensor,
     x = (c[:, 0, None] + offsets[None, :, 0]).reshape(-1)
     y = (c[:, 1, None] + offsets[None, :, 1]).reshape(-1)
     keep = ((x >= 0) & (x < width) & (y >= 0) & (y < height)).nonzero().squeeze(1)
+    if not len(keep):
+        return
     who = keep // len(offsets)
     values = colors.to(image.dtype)[owner][who]
-    index = y[keep] * width + x[keep]
     if image.is_contiguous():  # one row per pixel: index_copy_ is ~3x index_put_ on the CPU
         flat = image.view(height * width, -1)
-        flat.index_copy_(0, index, values.view(len(values), -1))
+        flat.index_copy_(0, y[keep] * width + x[keep], values.reshape(len(keep), -1))
     else:
         image.index_put_((y[keep], x[keep]), values)
 
