@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 
 from .rosbag2 import BagError, register_packages, typestore_of
+from ..ros.topic_types import type_name as msgtype_of  # noqa: F401 - the one rule, named here
 
 #: Storage plugins by ``--storage`` name.
 STORAGES = ('mcap', 'sqlite3')
@@ -43,11 +44,6 @@ OUTPUT_PACKAGES = ('vision_msgs',)
 
 class OutputError(BagError):
     """The output bag cannot be written (unwritable directory, full disk)."""
-
-
-def msgtype_of(msg_class: type) -> str:
-    """ROS type name of an rclpy message class: ``sensor_msgs/msg/Image``."""
-    return f"{msg_class.__module__.split('.')[0]}/msg/{msg_class.__name__}"
 
 
 def runtime_typestore(packages: Iterable[str] = ()):
