@@ -31,11 +31,10 @@ import statistics
 import time
 
 import numpy as np
-import torch
-
 from sapiens_ros.core.models.keypoint_formats import keypoint_format
 from sapiens_ros.core.models.metadata import keypoint_info
 from sapiens_ros.core.processing.pose_overlay import pose_overlay, PoseDrawing
+import torch
 
 
 def _drawing(persons: int, name: str, width: int, height: int,

@@ -125,8 +125,8 @@ class Replayer:
         # Optional outputs (pose/detections) only when their package imports (not counted).
         self.types = {**TOPIC_TYPES, **optional_outputs(self.tasks)}
         candidates = task_outputs(self.tasks) + [
-            c for c in COMPRESSED_OUTPUTS if OUTPUT_TASK[c] in self.tasks] + [
-            s for s in optional_outputs(self.tasks)]
+            c for c in COMPRESSED_OUTPUTS if OUTPUT_TASK[c] in self.tasks] + list(
+            optional_outputs(self.tasks))
         self.suffixes = [s for s in candidates if s in chosen] if chosen is not None else \
             [s for s in candidates if s not in COMPRESSED_OUTPUTS]
         # build_messages builds optional outputs only when named: name every written one

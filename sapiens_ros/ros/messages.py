@@ -47,8 +47,8 @@ from ..core.people.state import People, with_pointmap_scale
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
-from ..core.processing.pose_overlay import PoseDrawing
 from ..core.processing.pointmap_camera import pointmap_intrinsics
+from ..core.processing.pose_overlay import PoseDrawing
 
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
@@ -63,14 +63,14 @@ def _track_ids(result: FrameResult, people: People | None) -> np.ndarray:
 
 
 def track_labels(result: FrameResult, people: People | None) -> list[str]:
-    """The label drawn on each pose row of ``pose/overlay``: its track id, '' untracked."""
+    """Return the label drawn on each pose row of ``pose/overlay``: its track id, '' untracked."""
     return [str(i) if i >= 0 else '' for i in _track_ids(result, people).tolist()]
 
 
 def pose_drawing(result: FrameResult, options: MessageOptions,
                  people: People | None = None) -> PoseDrawing:
     """
-    What ``pose/overlay`` draws: the keypoints of ``pose/markers`` (format, threshold, smoothing).
+    Return what ``pose/overlay`` draws: ``pose/markers``' keypoints (format, threshold, smoothing).
 
     Boxes, links and keypoints take each person's track id colour (grey untracked), as the
     markers do; the labels are :func:`track_labels`.

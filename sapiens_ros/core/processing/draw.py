@@ -84,7 +84,7 @@ def _font(device: torch.device) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=32)
 def disc(radius: int, device: torch.device) -> torch.Tensor:
-    """``(k, 2)`` int64 pixel offsets ``(dx, dy)`` of a filled disc of ``radius`` (0: one pixel)."""
+    """Return ``(k, 2)`` int64 offsets ``(dx, dy)`` of a filled disc of ``radius`` (0: a pixel)."""
     r = max(int(radius), 0)
     span = torch.arange(-r, r + 1, device=device)
     dy, dx = torch.meshgrid(span, span, indexing='ij')
@@ -97,22 +97,25 @@ def stamp(image: torch.Tensor, centers: torch.Tensor, owner: torch.Tensor,
     """
     Write ``colors[owner[i]]`` at ``centers[i] + offsets`` (rounded; off-image pixels skipped).
 
-    ``centers``: ``(M, 2)`` x, y pixels; ``owner``: ``(M,)`` index into ``colors``.
+    ``centers``: ``(M, 2)`` x, y pixels; ``owner``: ``(M,)`` index into ``colors``;
+    ``offsets``: ``(k, 2)`` for every centre, or ``(M, k, 2)`` per centre.
     """
-    if not len(centers):
+    if not len(centers) or not offsets.shape[-2]:
         return
     height, width = image.shape[:2]
-    reach = int(offsets.abs().max()) if len(offsets) else 0
+    reach = int(offsets.abs().max())
     c = centers.round().long()
     near = (c[:, 0] >= -reach) & (c[:, 0] < width + reach) & \
         (c[:, 1] >= -reach) & (c[:, 1] < height + reach)
     c, owner = c[near], owner[near]  # centres whose stamp touches the image
-    x = (c[:, 0, None] + offsets[None, :, 0]).reshape(-1)
-    y = (c[:, 1, None] + offsets[None, :, 1]).reshape(-1)
+    if offsets.dim() == 3:
+        offsets = offsets[near]
+    pix = (c[:, None, :] + offsets).reshape(-1, 2)
+    x, y = pix[:, 0], pix[:, 1]
     keep = ((x >= 0) & (x < width) & (y >= 0) & (y < height)).nonzero().squeeze(1)
     if not len(keep):
         return
-    who = keep // len(offsets)
+    who = keep // offsets.shape[-2]
     values = colors.to(image.dtype)[owner][who]
     if image.is_contiguous():  # one row per pixel: index_copy_ is ~3x index_put_ on the CPU
         flat = image.view(height * width, -1)
@@ -124,15 +127,17 @@ def stamp(image: torch.Tensor, centers: torch.Tensor, owner: torch.Tensor,
 def segment_samples(a: torch.Tensor, b: torch.Tensor,
                     max_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
     """
-    Points every pixel along segments ``a[i] -> b[i]`` (``(S, 2)``), ends included.
+    Return points one pixel apart along the major axis of segments ``a[i] -> b[i]`` (``(S, 2)``).
 
-    Returns ``(points (M, 2), owner (M,))``: ``owner`` is each point's segment. A segment gets at
-    most ``max_samples`` points (longer ones, far off the image, are sampled more sparsely).
+    Returns ``(points (M, 2), owner (M,))``, ends included: ``owner`` is each point's segment.
+    A segment gets at most ``max_samples`` points (longer ones, far off the image, are sampled
+    more sparsely).
     """
     if not len(a):
         return a.new_zeros((0, 2)), torch.zeros(0, dtype=torch.long, device=a.device)
     delta = b - a
-    count = delta.norm(dim=1).ceil().long().clamp_(0, max_samples - 1) + 1  # (S,)
+    span = delta.abs().amax(1).nan_to_num_(0.0, 0.0, 0.0)
+    count = span.ceil().long().clamp_(0, max_samples - 1) + 1  # (S,)
     owner = torch.repeat_interleave(torch.arange(len(a), device=a.device), count)
     first = torch.cumsum(count, 0) - count
     step = torch.arange(len(owner), device=a.device) - first[owner]
@@ -142,10 +147,22 @@ def segment_samples(a: torch.Tensor, b: torch.Tensor,
 
 def draw_segments(image: torch.Tensor, a: torch.Tensor, b: torch.Tensor, colors: torch.Tensor,
                   radius: int) -> None:
-    """Draw segments ``a[i] -> b[i]`` (``(S, 2)`` x, y) ``2 * radius + 1`` pixels thick."""
+    """
+    Draw segments ``a[i] -> b[i]`` (``(S, 2)`` x, y), ``2 * radius + 1`` pixels thick.
+
+    One point per pixel along the major axis, each stamped with a run of pixels across it (a
+    column for a flatter segment, a row for a steeper one).
+    """
     height, width = image.shape[:2]
-    points, owner = segment_samples(a.float(), b.float(), 2 * (height + width))
-    stamp(image, points, owner, colors, disc(radius, image.device))
+    a, b = a.float(), b.float()
+    points, owner = segment_samples(a, b, 2 * (height + width))
+    delta = (b - a).abs()
+    flat = (delta[:, 0] >= delta[:, 1])[owner]  # (M,): x is the major axis
+    across = torch.arange(-radius, radius + 1, device=image.device)  # (k,)
+    zero = torch.zeros_like(across)
+    column, row = torch.stack([zero, across], 1), torch.stack([across, zero], 1)  # (k, 2)
+    offsets = torch.where(flat[:, None, None], column, row)  # (M, k, 2)
+    stamp(image, points, owner, colors, offsets)
 
 
 def draw_discs(image: torch.Tensor, centers: torch.Tensor, colors: torch.Tensor,
@@ -188,7 +205,7 @@ def text_size(length: int, scale: int) -> tuple[int, int]:
 
 
 def char_codes(label: str) -> list[int]:
-    """Indices of ``label``'s characters in :data:`FONT_CHARS`; ValueError naming any other."""
+    """Return the indices of ``label``'s characters in :data:`FONT_CHARS` (ValueError: others)."""
     bad = sorted({c for c in label if c not in FONT_CHARS})
     if bad:
         raise ValueError(f'label {label!r} holds {bad}: labels are drawn from [a-z0-9] only')
