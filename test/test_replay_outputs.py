@@ -87,3 +87,17 @@ def test_replay_default_outputs_name_the_detections():
     assert 'pose/detections' not in parse_outputs('default', ('seg',))
     assert parse_outputs('pose/detections,pose/overlay', ('pose',)) == {
         'pose/detections', 'pose/overlay'}
+
+
+def test_an_output_without_a_message_definition_is_left_out(monkeypatch, caplog, tmp_path):
+    """vision_msgs imports but its .msg files are not found: pose/detections is not written."""
+    from sapiens_ros.replay import loop
+
+    pipe = tiny_pipeline(('pose',), box_source='full')
+    monkeypatch.setattr(loop, 'OUTPUT_PACKAGES', ())  # as if share/vision_msgs were missing
+    options = ReplayOptions('in', str(tmp_path / 'out'), progress=False)
+    replayer = loop.Replayer(pipe, options)
+    assert 'pose/detections' not in replayer.suffixes and 'pose/keypoints' in replayer.suffixes
+    assert 'no message definition of vision_msgs/msg/Detection2DArray' in caplog.text
+    monkeypatch.undo()
+    assert 'pose/detections' in loop.Replayer(pipe, options).suffixes

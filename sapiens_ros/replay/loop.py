@@ -49,7 +49,8 @@ from .progress import Progress
 from .records import error_record
 from .resume import best_partial, leftovers, PartialRun, swap_in, temp_path
 from .rosbag2 import BagError
-from .sink import bag_qos, describe, msgtype_of, OutputBag, OutputError
+from .sink import (bag_qos, describe, msgtype_of, OUTPUT_PACKAGES, OutputBag, OutputError,
+                   runtime_typestore)
 from .source import InputBag
 from .stop import StopSignals
 from .summary import Summary
@@ -116,7 +117,7 @@ class Replayer:
         self.opt = options
         self.tasks = tuple(t for t in pipeline.tasks if t in TASK_OUTPUTS)
         if not self.tasks:
-            raise BagError(f'replay publishes pose, seg, normal and pointmap outputs; the '
+            raise BagError(f'replay publishes the outputs of {", ".join(TASK_OUTPUTS)}; the '
                            f'pipeline runs {", ".join(pipeline.tasks)}')
         if options.batch < 0 or options.every < 1:
             raise BagError('--batch must be >= 0 (0: one frame per camera topic) and --every '
@@ -129,6 +130,12 @@ class Replayer:
             optional_outputs(self.tasks))
         self.suffixes = [s for s in candidates if s in chosen] if chosen is not None else \
             [s for s in candidates if s not in COMPRESSED_OUTPUTS]
+        store = runtime_typestore(OUTPUT_PACKAGES)  # what the output bag can define
+        unknown = [s for s in self.suffixes if msgtype_of(self.types[s]) not in store.types]
+        if unknown:  # a package imports in Python but its .msg files are not installed
+            log.warning('not writing %s: no message definition of %s', ', '.join(unknown),
+                        ', '.join(msgtype_of(self.types[s]) for s in unknown))
+            self.suffixes = [s for s in self.suffixes if s not in unknown]
         # build_messages builds optional outputs only when named: name every written one
         self.messages = dataclasses.replace(options.messages, outputs=frozenset(self.suffixes))
         # Overlays, clouds, depth and compressed images are rendered on the pipeline's device.
@@ -197,11 +204,6 @@ class Replayer:
             self.partial.copy_into(bag)
             # new tracks: ids the bag has not used
             self.ids.continue_from(max(self.partial.max_track_id.values(), default=0) + 1)
-        unknown = sorted(s for s in self.suffixes if not bag.knows(msgtype_of(self.types[s])))
-        if unknown:  # a package imports in Python but its .msg files are not installed
-            log.warning('not writing %s: no message definition of %s', ', '.join(unknown),
-                        ', '.join(msgtype_of(self.types[s]) for s in unknown))
-            self.suffixes = [s for s in self.suffixes if s not in unknown]
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
                 bag.add(output_topic(prefix, suffix), msgtype_of(self.types[suffix]),
