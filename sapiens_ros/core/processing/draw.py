@@ -16,8 +16,9 @@
 Vectorised drawing in torch on any device: thick line segments, discs, rectangles and text.
 
 Every primitive draws all its shapes at once: the shapes become pixel coordinates (a segment is
-sampled every pixel along its length, each sample stamped with a disc of offsets), and one
-``index_put_`` writes them; no Python loop runs per pixel or per shape. Text uses a built-in
+sampled every pixel along its major axis, each sample stamped with a run of pixels across it; a
+disc is a set of offsets around its centre), and one ``index_copy_`` writes them; no Python loop
+runs per pixel or per shape. Text uses a built-in
 5x7 bitmap font of ``[a-z0-9]``. Images are ``(H, W, C)`` uint8 tensors, drawn in place;
 colours are ``(N, C)`` uint8 tensors, one per shape.
 """
