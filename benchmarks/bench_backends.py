@@ -37,7 +37,7 @@ from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
 from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.models.configs import random_model
 from sapiens_ros.core.models.input_size import parse_size
-from sapiens_ros.core.models.registry import PERCEPTION_TASKS
+from sapiens_ros.core.models.registry import DEFAULT_TASKS
 import torch
 
 
@@ -54,7 +54,7 @@ def main() -> None:
     p.add_argument('--layout', default='tiny', help="'tiny' or a model size (0.4b, 1b, ...)")
     p.add_argument('--input-size', default=None,
                    help='WIDTHxHEIGHT (default 192x256 tiny, 768x1024 real)')
-    p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS))
+    p.add_argument('--tasks', default=','.join(DEFAULT_TASKS))
     p.add_argument('--batch', type=int, default=1)
     p.add_argument('--repeats', type=int, default=10)
     p.add_argument('--warmup', type=int, default=2)

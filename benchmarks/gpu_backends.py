@@ -59,7 +59,7 @@ from sapiens_ros.backends.torch_runner import TorchRunner
 from sapiens_ros.core.models.configs import random_model
 from sapiens_ros.core.models.input_size import parse_size
 from sapiens_ros.core.models.loading import parse_dtype
-from sapiens_ros.core.models.registry import PERCEPTION_TASKS
+from sapiens_ros.core.models.registry import DEFAULT_TASKS
 import torch
 
 #: TFLOP per frame of the real 0.4B heads at 1024x768 (issue reference, attention included).
@@ -242,7 +242,7 @@ def main() -> None:
     """Run the acceptance matrix and print one markdown table."""
     p = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
     p.add_argument('--layout', default='0.4b', help="'tiny' or a real layout (0.4b, 1b, ...)")
-    p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS))
+    p.add_argument('--tasks', default=','.join(DEFAULT_TASKS))
     p.add_argument('--input-size', default='768x1024', help='model input WIDTHxHEIGHT')
     p.add_argument('--repeats', type=int, default=10)
     p.add_argument('--warmup', type=int, default=3)

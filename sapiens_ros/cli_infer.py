@@ -115,9 +115,9 @@ def check_providers(text: str, backend: str, device) -> None:
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """Model-selection flags shared by every subcommand that loads models."""
-    from .core.models.registry import DEFAULT_SIZE, PERCEPTION_TASKS
+    from .core.models.registry import DEFAULT_SIZE, DEFAULT_TASKS
 
-    p.add_argument('--tasks', default=','.join(PERCEPTION_TASKS),
+    p.add_argument('--tasks', default=','.join(DEFAULT_TASKS),
                    help='comma-separated tasks (pose,seg,normal,pointmap,matting,backbone)')
     src = p.add_mutually_exclusive_group()
     src.add_argument('--size', default=None, help=f'hub model size (default {DEFAULT_SIZE})')

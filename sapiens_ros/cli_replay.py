@@ -64,7 +64,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--outputs', default='default', metavar='SUFFIX,...|default|all',
                    help='output topic suffixes to write, e.g. pose/keypoints,seg/labels, '
                         '/compressed variants included; default: the default set of the node '
-                        '(3.65 MB per 1024x768 frame, docs/topics.md); all: every raw output')
+                        '(3.65 MB per 1024x768 frame, docs/topics.md) and pose/detections; '
+                        'all: every raw output (pose/overlay too)')
     p.add_argument('--rates', default='',
                    help='most runs per second per task and camera, e.g. seg=5,normal=2 (as the '
                         "node's rates.<task>: pose between seg frames runs on tracked boxes)")
@@ -120,14 +121,14 @@ def check(args: argparse.Namespace) -> None:
 def parse_outputs(text: str, tasks) -> frozenset[str] | None:
     """Parse ``--outputs``: output suffixes the tasks produce (None: every raw one)."""
     from .core.errors import SapiensError
-    from .ros.topics import DEFAULT_OUTPUTS, OUTPUT_TASK
+    from .ros.topics import DEFAULT_OUTPUTS, OPTIONAL_OUTPUTS, OUTPUT_TASK
 
     names = [n.strip().strip('/') for n in text.split(',') if n.strip()]
     if names in ([], ['all']):
         return None
-    known = OUTPUT_TASK
-    if names == ['default']:
-        return frozenset(n for n in DEFAULT_OUTPUTS if known[n] in tasks)
+    known = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
+    if names == ['default']:  # and the optional outputs (pose/detections): a few bytes
+        return frozenset(n for n in (*DEFAULT_OUTPUTS, *OPTIONAL_OUTPUTS) if known[n] in tasks)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SapiensError(f'unknown --outputs {", ".join(unknown)}; valid: '

@@ -22,6 +22,8 @@ import tempfile
 
 TEST_INPUT_SIZE = (256, 192)
 ALL_TASKS = ('pose', 'seg', 'normal', 'pointmap')
+#: Every task with node outputs: the four, and matting (loaded only when asked).
+OUTPUT_TASKS = ALL_TASKS + ('matting',)
 _ROOT: Path | None = None
 
 
@@ -51,8 +53,8 @@ def tiny_model_dir() -> Path:
     if _ROOT is None:
         from sapiens_ros.core.models.configs import save_random_checkpoints
 
-        _ROOT = save_random_checkpoints(tempfile.mkdtemp(prefix='sapiens_ros_tiny_'), ALL_TASKS,
-                                        input_size=TEST_INPUT_SIZE)
+        _ROOT = save_random_checkpoints(tempfile.mkdtemp(prefix='sapiens_ros_tiny_'),
+                                        OUTPUT_TASKS, input_size=TEST_INPUT_SIZE)
     return _ROOT
 
 

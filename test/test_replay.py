@@ -114,7 +114,8 @@ def test_mcap_jazzy_outputs_equal_node_messages(tmp_path, pipeline, astronaut):
     for topic in info['topics_with_message_count']:
         qos = yaml.safe_load(topic['topic_metadata']['offered_qos_profiles'])
         assert qos[0]['reliability'] == 1  # reliable, as the node offers
-        latched = topic['topic_metadata']['name'].endswith(('keypoint_info', 'label_info_json'))
+        name = topic['topic_metadata']['name']
+        latched = name.endswith(('keypoint_info', 'label_info_json', 'label_info'))
         assert qos[0]['durability'] == (1 if latched else 2)
 
     ours, theirs = read_rosbags(tmp_path / 'out'), read_mcap(tmp_path / 'out')

@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip('sensor_msgs.msg')
 
-from ros_fixtures import tiny_pipeline  # noqa: E402
+from ros_fixtures import OUTPUT_TASKS, tiny_pipeline  # noqa: E402
 from ros_graph import cloud_array  # noqa: E402
 from sapiens_ros.core.models.keypoint_formats import keypoint_format  # noqa: E402
 from sapiens_ros.core.people.state import PeopleState  # noqa: E402
@@ -36,9 +36,9 @@ from skimage import data as skdata  # noqa: E402
 
 @pytest.fixture(scope='module')
 def frame():
-    """Run the tiny 4-head pipeline once on the astronaut photo (RGB)."""
+    """Run the tiny pipeline of every output head once on the astronaut photo (RGB)."""
     image = skdata.astronaut()[::2, ::2].copy()
-    pipe = tiny_pipeline(box_source='full', foreground_only=False)
+    pipe = tiny_pipeline(OUTPUT_TASKS, box_source='full', foreground_only=False)
     return image, pipe(image)[0]
 
 
@@ -262,3 +262,65 @@ def test_keypoint_formats_equal_the_corresponding_308_points(frame, name):
     assert len(points[0].points) <= len(fmt.names)
     with pytest.raises(ValueError, match='keypoint_format'):
         M.build_messages(_header(), result, MessageOptions(keypoint_format='coco133'))
+
+
+def test_pose_overlay_draws_the_tracked_people_in_their_colours(frame):
+    """``pose/overlay``: rgb8, each person's visible keypoints in its id colour's tint."""
+    import cv2
+    from sapiens_ros.core.media.visualize import id_color
+
+    image, result = frame
+    two = _two_people(result)
+    people = PeopleState().update(two, 1.0)
+    opts = MessageOptions(score_threshold=0.0, keypoint_format='coco17', smooth_markers=False,
+                          outputs={'pose/overlay', 'pose/overlay/compressed'})
+    msgs = M.build_messages(_header(), two, opts, image, people)
+    msg = msgs['pose/overlay']
+    assert (msg.encoding, msg.height, msg.width) == ('rgb8',) + image.shape[:2]
+    assert msg.header.frame_id == 'camera_optical'
+    out = np.frombuffer(msg.data, np.uint8).reshape(image.shape)
+    points = keypoint_format('coco17').points(two.pose.keypoints)
+    ids = people.ids.tolist()
+    assert ids[0] != ids[1] and min(ids) >= 0
+    drawn = M.pose_drawing(two, opts, people)
+    assert drawn.labels == [str(i) for i in ids]  # the track ids as digits
+    label_rows = np.zeros(image.shape[:2], bool)
+    label_rows[:24] = True  # the id patches sit on the boxes' top edge
+    hits = 0
+    for row, track in enumerate(ids):
+        tint = (np.round(np.array(id_color(track)) * 255).astype(int) + 255) // 2
+        xy = np.round(points[row]).astype(int)
+        inside = (xy[:, 0] >= 0) & (xy[:, 0] < image.shape[1]) & (xy[:, 1] >= 0) & \
+            (xy[:, 1] < image.shape[0])
+        for x, y in xy[inside]:
+            other = np.round(points[1 - row]).astype(int)
+            if label_rows[y, x] or (np.abs(other - (x, y)).max(1) <= 4).any():
+                continue  # under a label or the other person's disc
+            assert (out[y, x] == tint).all(), (row, x, y)
+            hits += 1
+    assert hits >= 10
+    packed = msgs['pose/overlay/compressed']
+    assert packed.format == 'rgb8; jpeg compressed bgr8'
+    decoded = cv2.imdecode(np.frombuffer(packed.data, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
+    # the drawn picture as JPEG: nearer the overlay than the bare photo
+    assert np.abs(decoded.astype(int) - out).mean() < np.abs(decoded.astype(int) - image).mean()
+
+
+def test_matting_alpha_is_mono8_of_the_matte(frame):
+    """``matting/alpha``: mono8 round(alpha * 255), same bytes rendered on the pipeline side."""
+    import cv2
+
+    image, result = frame
+    opts = MessageOptions(outputs={'matting/alpha', 'matting/alpha/compressed'})
+    msgs = M.build_messages(_header(), result, opts, image)
+    alpha = msgs['matting/alpha']
+    assert (alpha.encoding, alpha.step, alpha.height) == ('mono8', image.shape[1],
+                                                          image.shape[0])
+    assert alpha.header.frame_id == 'camera_optical'
+    values = np.frombuffer(alpha.data, np.uint8).reshape(image.shape[:2])
+    expected = np.round(np.clip(result.matting, 0, 1) * 255).astype(np.uint8)
+    assert np.abs(values.astype(int) - expected).max() <= 1  # float32 vs float64 rounding
+    packed = msgs['matting/alpha/compressed']
+    assert packed.format == 'mono8; png compressed '
+    assert np.array_equal(cv2.imdecode(np.frombuffer(packed.data, np.uint8),
+                                       cv2.IMREAD_UNCHANGED), values)  # png: lossless

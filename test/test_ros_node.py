@@ -26,9 +26,11 @@ rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402, I100
 from ros_graph import cloud_array, qos  # noqa: E402
+from sapiens_ros.core.models.registry import DEFAULT_TASKS  # noqa: E402
 from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo, camera_info_for  # noqa: E402
 from sapiens_ros.ros.topic_types import TOPIC_TYPES  # noqa: E402
+from sapiens_ros.ros.topics import OUTPUT_TASK  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
@@ -62,8 +64,9 @@ def _diag(node) -> dict:
 
 def test_every_topic_content_and_header(graph):
     node = graph.perception()
-    outputs = {s: graph.collect(t, s) for s, t in TOPIC_TYPES.items()
-               if s not in ('diagnostics', 'pose/keypoint_info', 'seg/label_info_json')}
+    outputs = {s: graph.collect(t, s) for s, t in TOPIC_TYPES.items()  # of the default heads
+               if s not in ('diagnostics', 'pose/keypoint_info', 'seg/label_info_json') and
+               OUTPUT_TASK[s] in DEFAULT_TASKS}
     infos = {s: graph.collect(String, s, qos(latched=True))
              for s in ('pose/keypoint_info', 'seg/label_info_json')}
     diags = graph.collect(DiagnosticArray, '/diagnostics')
@@ -96,6 +99,7 @@ def test_every_topic_content_and_header(graph):
     assert outputs['seg/overlay'][0].encoding == 'bgr8'
     assert outputs['normal/image'][0].encoding == '32FC3'
     assert outputs['normal/overlay'][0].encoding == 'rgb8'
+    assert outputs['pose/overlay'][0].encoding == 'rgb8'
     assert outputs['pointmap/depth'][0].encoding == '32FC1'
     names = [f.name for f in outputs['pointmap/points'][0].fields]
     assert names == ['x', 'y', 'z', 'rgb', 'label']

@@ -23,7 +23,7 @@ rclpy = pytest.importorskip('rclpy')
 from rclpy.parameter import Parameter  # noqa: E402, I100
 from sapiens_ros.ros.array_msgs import image_msg  # noqa: E402
 from sapiens_ros.ros.sample_camera import bundled_photo  # noqa: E402
-from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image, PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 PHOTO = cv2.resize(bundled_photo(), (160, 120), interpolation=cv2.INTER_AREA)  # BGR
@@ -120,3 +120,51 @@ def test_png_overlays_and_16bit_normals(graph):
     assert _pump(graph, pub, lambda: len(normals) > count and normals[-1].encoding == '32FC3')
     rejected = node.set_parameters([Parameter('normal_encoding', value='8UC3')])[0]
     assert not rejected.successful and '32FC3' in rejected.reason
+
+
+def test_pose_overlay_and_matting_alpha_over_dds(graph):
+    """``pose/overlay`` draws the published keypoints; ``matting/alpha`` is mono8, input header."""
+    from sapiens_ros.core.media.visualize import id_color
+    from sapiens_ros.ros.topics import KEYPOINT_DTYPE
+
+    graph.perception(tasks='pose,seg,matting', box_source='full', score_threshold=0.0,
+                     smoothing=False)
+    overlay = graph.collect(Image, 'pose/overlay')
+    alpha = graph.collect(Image, 'matting/alpha')
+    keypoints = graph.collect(PointCloud2, 'pose/keypoints')
+    sent = []
+    pub = graph.publisher(Image, 'image')
+    graph.wait_for_subscribers(pub)
+
+    def send():
+        msg = _image(graph.tester)
+        sent.append(_stamp(msg))
+        return msg
+
+    def paired():
+        stamps = {_stamp(k) for k in keypoints}
+        return alpha and any(_stamp(o) in stamps for o in overlay)
+
+    import time
+    end = time.monotonic() + 60.0
+    while time.monotonic() < end and not paired():
+        pub.publish(send())
+        graph.wait(paired, 0.2)
+    assert paired()
+    matte = alpha[0]
+    assert (matte.encoding, matte.height, matte.width, matte.step) == ('mono8', 120, 160, 160)
+    assert matte.header.frame_id == 'camera' and _stamp(matte) in sent  # the input's header
+    by_stamp = {_stamp(k): k for k in keypoints}
+    picture = next(o for o in overlay if _stamp(o) in by_stamp)
+    assert picture.encoding == 'rgb8' and picture.header.frame_id == 'camera'
+    drawn = np.frombuffer(picture.data, np.uint8).reshape(120, 160, 3)
+    cloud = np.frombuffer(bytes(by_stamp[_stamp(picture)].data), KEYPOINT_DTYPE).reshape(
+        -1, 308)
+    assert len(cloud) == 1 and cloud['id'][0, 0] >= 0  # the whole frame, tracked
+    tint = (np.round(np.array(id_color(int(cloud['id'][0, 0]))) * 255).astype(int) + 255) // 2
+    x, y = np.round(cloud['u'][0]).astype(int), np.round(cloud['v'][0]).astype(int)
+    on = (x >= 0) & (x < 160) & (y >= 0) & (y < 120) & ~((x < 48) & (y < 12))  # not the label
+    assert on.sum() >= 10
+    assert (drawn[y[on], x[on]] == tint).all()  # a disc at every keypoint
+    photo = PHOTO[..., ::-1]  # RGB
+    assert (drawn != photo).any(-1).mean() < 0.9  # the frame under the drawing

@@ -31,6 +31,7 @@ _EXPORTS = {
     'resolve_sources': 'models.loading', 'keypoint_info': 'models.metadata',
     'seg_class_info': 'models.metadata', 'hub_id': 'models.registry',
     'parse_tasks': 'models.registry', 'PERCEPTION_TASKS': 'models.registry',
+    'DEFAULT_TASKS': 'models.registry',
     'TASKS': 'models.registry', 'FrameResult': 'pipeline.pipeline',
     'Pipeline': 'pipeline.pipeline', 'PipelineConfig': 'pipeline.pipeline',
 }

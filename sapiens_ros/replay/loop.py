@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 import logging
 from pathlib import Path
@@ -41,7 +42,6 @@ import threading
 import time
 
 from rclpy.serialization import serialize_message
-from std_msgs.msg import String
 
 from .decode import decode_item, DEFAULT_MAX_PIXELS, fallback_header, FrameItem
 from .naming import DEFAULT_NAMESPACE, errors_topic, output_prefixes, output_topic, world_topic
@@ -49,7 +49,8 @@ from .progress import Progress
 from .records import error_record
 from .resume import best_partial, leftovers, PartialRun, swap_in, temp_path
 from .rosbag2 import BagError
-from .sink import bag_qos, describe, msgtype_of, OutputBag, OutputError
+from .sink import (bag_qos, describe, msgtype_of, OUTPUT_PACKAGES, OutputBag, OutputError,
+                   runtime_typestore)
 from .source import InputBag
 from .stop import StopSignals
 from .summary import Summary
@@ -63,9 +64,10 @@ from ..ros.qos import LATCHED_QOS, output_qos, TF_QOS
 from ..ros.render_plan import MessageOptions, render_request
 from ..ros.stamps import stamp_seconds
 from ..ros.tf_frames import TF_TOPIC
-from ..ros.topic_types import TOPIC_TYPES
-from ..ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, OUTPUT_TASK, TASK_OUTPUTS, task_outputs,
-                          tasks_for)
+from ..ros.topic_types import optional_outputs, TOPIC_TYPES
+from ..ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, LABEL_INFO_TOPIC, OUTPUT_TASK,
+                          TASK_OUTPUTS, task_outputs, tasks_for)
+from ..ros.vision_messages import label_info_msg, LabelInfo, VISION_MSGS_ERROR
 from ..ros.world_persons import MARKERS_TOPIC
 
 log = logging.getLogger(__name__)
@@ -120,16 +122,27 @@ class Replayer:
         self.opt = options
         self.tasks = tuple(t for t in pipeline.tasks if t in TASK_OUTPUTS)
         if not self.tasks:
-            raise BagError(f'replay publishes pose, seg, normal and pointmap outputs; the '
+            raise BagError(f'replay publishes the outputs of {", ".join(TASK_OUTPUTS)}; the '
                            f'pipeline runs {", ".join(pipeline.tasks)}')
         if options.batch < 0 or options.every < 1:
             raise BagError('--batch must be >= 0 (0: one frame per camera topic) and --every '
                            '>= 1')
         chosen = options.messages.outputs
+        # Optional outputs (pose/detections) only when their package imports (not counted).
+        self.types = {**TOPIC_TYPES, **optional_outputs(self.tasks)}
         candidates = task_outputs(self.tasks) + [
-            c for c in COMPRESSED_OUTPUTS if OUTPUT_TASK[c] in self.tasks]
+            c for c in COMPRESSED_OUTPUTS if OUTPUT_TASK[c] in self.tasks] + list(
+            optional_outputs(self.tasks))
         self.suffixes = [s for s in candidates if s in chosen] if chosen is not None else \
             [s for s in candidates if s not in COMPRESSED_OUTPUTS]
+        store = runtime_typestore(OUTPUT_PACKAGES)  # what the output bag can define
+        unknown = [s for s in self.suffixes if msgtype_of(self.types[s]) not in store.types]
+        if unknown:  # a package imports in Python but its .msg files are not installed
+            log.warning('not writing %s: no message definition of %s', ', '.join(unknown),
+                        ', '.join(msgtype_of(self.types[s]) for s in unknown))
+            self.suffixes = [s for s in self.suffixes if s not in unknown]
+        # build_messages builds optional outputs only when named: name every written one
+        self.messages = dataclasses.replace(options.messages, outputs=frozenset(self.suffixes))
         # Overlays, clouds, depth and compressed images are rendered on the pipeline's device.
         self.render = render_request(self.suffixes, options.messages)
         self.wanted = tasks_for(self.suffixes)
@@ -204,7 +217,7 @@ class Replayer:
             self.ids.continue_from(max(self.partial.max_track_id.values(), default=0) + 1)
         for prefix in self.prefixes.values():
             for suffix in self.suffixes:
-                bag.add(output_topic(prefix, suffix), msgtype_of(TOPIC_TYPES[suffix]),
+                bag.add(output_topic(prefix, suffix), msgtype_of(self.types[suffix]),
                         bag_qos(output_qos(OUTPUT_DEPTH)))
         from diagnostic_msgs.msg import DiagnosticArray
 
@@ -221,13 +234,17 @@ class Replayer:
         return bag
 
     def _write_info(self, bag: OutputBag, time_ns: int) -> None:
-        """Write the latched keypoint / label metadata, once per camera prefix."""
+        """Write the latched metadata once per camera prefix: the JSON ones, and LabelInfo."""
         for prefix in self.prefixes.values():
-            for suffix, msg in info_messages(self.tasks).items():
+            msgs = info_messages(self.tasks)
+            if 'seg' in self.tasks and VISION_MSGS_ERROR is None and \
+                    bag.knows(msgtype_of(LabelInfo)):
+                msgs[LABEL_INFO_TOPIC] = label_info_msg(fallback_header(time_ns))
+            for suffix, msg in msgs.items():
                 topic = output_topic(prefix, suffix)
                 if topic in bag.connections:
                     continue  # carried over from the resumed bag
-                bag.add(topic, msgtype_of(String), bag_qos(LATCHED_QOS))
+                bag.add(topic, msgtype_of(type(msg)), bag_qos(LATCHED_QOS))
                 bag.write(topic, time_ns, serialize_message(msg))
 
     # ------------------------------------------------------------------ run
@@ -484,7 +501,7 @@ class Replayer:
                 if self.opt.on_result is not None:
                     self.opt.on_result(item, result)
                 image = item.frame.rgb()
-                msgs = build_messages(item.header, result, self.opt.messages, image, people)
+                msgs = build_messages(item.header, result, self.messages, image, people)
                 data = {s: serialize_message(m) for s, m in msgs.items() if s in self.suffixes}
             except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
                 item.error, item.kind = f'building messages failed: {exc}', 'internal'

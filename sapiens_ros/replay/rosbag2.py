@@ -15,15 +15,24 @@
 """
 What every reader of a rosbag2 directory shares: its error, its storage files, its typestore.
 
+A typestore knows the message types of a distro's core packages; :func:`register_packages`
+adds other packages (vision_msgs, hri_msgs...) by name from their installed ``.msg`` files.
 Both the rosbags-backed :class:`~.source.InputBag` and the damage-tolerant
 :class:`~.scan.ScanBag` build on these, so neither imports the other's module for them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+import logging
+import os
 from pathlib import Path
+import re
+import sys
 
 from ..core.errors import SapiensError
+
+log = logging.getLogger(__name__)
 
 #: Typestores by ROS 2 distro (bags without message definitions, the running distro's CDR).
 _STORES = {'humble': 'ROS2_HUMBLE', 'iron': 'ROS2_IRON', 'jazzy': 'ROS2_JAZZY',
@@ -45,3 +54,62 @@ def typestore_of(distro: str, fallback: str = 'jazzy'):
 
     name = _STORES.get(distro.strip().lower()) or _STORES[fallback]
     return get_typestore(getattr(Stores, name))
+
+
+#: A field's type in a ``.msg`` line that names another package: ``pkg/Type`` or ``pkg/msg/Type``.
+_PACKAGE_REF = re.compile(r'^\s*([A-Za-z][A-Za-z0-9_]*)/(?:msg/)?[A-Za-z][A-Za-z0-9_]*')
+
+
+def msg_dir(package: str) -> Path | None:
+    """
+    Return ``share/<package>/msg`` of an installed message package, or None.
+
+    Looked up in ``AMENT_PREFIX_PATH``'s prefixes (a sourced ROS install or workspace), then in
+    this Python's prefix (a virtual environment the kit built the packages into).
+    """
+    prefixes = [p for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    for prefix in [*prefixes, sys.prefix]:
+        folder = Path(prefix) / 'share' / package / 'msg'
+        if any(folder.glob('*.msg')):
+            return folder
+    return None
+
+
+def register_packages(typestore, packages: Iterable[str]) -> list[str]:
+    """
+    Register the message types of ``packages`` that ``typestore`` lacks, from their ``.msg`` files.
+
+    Packages their fields name (``geometry_msgs/Pose``...) come along when the store lacks
+    them too. Return the packages that could not be found (their types stay unknown; a log line
+    names them), so a caller can leave their topics out.
+    """
+    from rosbags.typesys import get_types_from_msg
+
+    known = {name.split('/', 1)[0] for name in typestore.types}
+    todo, seen, missing, types = list(packages), set(), [], {}
+    while todo:
+        package = todo.pop(0)
+        if package in seen:
+            continue
+        seen.add(package)
+        folder = msg_dir(package)
+        if folder is None:
+            if package not in known:
+                missing.append(package)
+            continue
+        for path in sorted(folder.glob('*.msg')):
+            name = f'{package}/msg/{path.stem}'
+            if name in typestore.types:
+                continue
+            text = path.read_text()
+            types.update(get_types_from_msg(text, name))
+            for line in text.splitlines():
+                ref = _PACKAGE_REF.match(line.split('#', 1)[0])
+                if ref and ref.group(1) not in seen:
+                    todo.append(ref.group(1))
+    if types:
+        typestore.register(types)
+    if missing:
+        log.warning('no .msg files of %s under AMENT_PREFIX_PATH or %s: their types are not '
+                    'registered', ', '.join(missing), sys.prefix)
+    return missing

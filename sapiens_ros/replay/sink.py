@@ -26,29 +26,36 @@ reserve file kept for its index and ``metadata.yaml``. Each checkpoint carries t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 import errno
 from io import BytesIO
 import os
 from pathlib import Path
 
-from .rosbag2 import BagError, typestore_of
+from .rosbag2 import BagError, register_packages, typestore_of
+from ..ros.topic_types import type_name as msgtype_of  # noqa: F401 - the one rule, named here
 
 #: Storage plugins by ``--storage`` name.
 STORAGES = ('mcap', 'sqlite3')
+#: Message packages of the outputs that a distro's typestore lacks, registered by name from
+#: their ``.msg`` files (``rosbag2.register_packages``): ``pose/detections``, ``seg/label_info``
+#: (vision_msgs), the REP-155 outputs (hri_msgs).
+OUTPUT_PACKAGES = ('vision_msgs', 'hri_msgs')
 
 
 class OutputError(BagError):
     """The output bag cannot be written (unwritable directory, full disk)."""
 
 
-def msgtype_of(msg_class: type) -> str:
-    """ROS type name of an rclpy message class: ``sensor_msgs/msg/Image``."""
-    return f"{msg_class.__module__.split('.')[0]}/msg/{msg_class.__name__}"
+def runtime_typestore(packages: Iterable[str] = ()):
+    """
+    Typestore of the running ROS distro (ROS_DISTRO, else Jazzy): the rclpy messages' CDR.
 
-
-def runtime_typestore():
-    """Typestore of the running ROS distro (ROS_DISTRO, else Jazzy): the rclpy messages' CDR."""
-    return typestore_of(os.environ.get('ROS_DISTRO', 'jazzy'))
+    ``packages`` it lacks are registered from their ``.msg`` files when installed.
+    """
+    store = typestore_of(os.environ.get('ROS_DISTRO', 'jazzy'))
+    register_packages(store, packages)
+    return store
 
 
 def bag_qos(profile):
@@ -69,7 +76,8 @@ def bag_qos(profile):
 class OutputBag:
     """A rosbag2 writer with one connection per topic, created on first use."""
 
-    def __init__(self, path: str | Path, storage: str = 'mcap') -> None:
+    def __init__(self, path: str | Path, storage: str = 'mcap',
+                 packages: Iterable[str] = OUTPUT_PACKAGES) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
 
         if storage not in STORAGES:
@@ -79,7 +87,7 @@ class OutputBag:
             raise BagError(f'output {self.path} exists already')
         plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
         self.writer = Writer(self.path, version=8, storage_plugin=plugin)
-        self.typestore = runtime_typestore()
+        self.typestore = runtime_typestore(packages)
         self.connections: dict[str, object] = {}
         self.counts: dict[str, int] = {}
         self.reserve = self.path / RESERVE_NAME
@@ -92,6 +100,14 @@ class OutputBag:
             self.checkpoint()
         except Exception as exc:  # noqa: BLE001 - permissions, missing parent, full disk...
             raise OutputError(f'cannot create output bag {self.path}: {describe(exc)}') from None
+
+    def knows(self, msgtype: str) -> bool:
+        """Tell whether :meth:`add` can write ``msgtype`` (its package registered or built in)."""
+        return msgtype in self.typestore.types
+
+    def register(self, *packages: str) -> list[str]:
+        """Register message packages by name (``'hri_msgs'``); return those not installed."""
+        return register_packages(self.typestore, packages)
 
     def add(self, topic: str, msgtype: str, offered_qos) -> object:
         """Create (once) the connection of an output topic, its definition from the distro."""

@@ -28,7 +28,7 @@ from .rosbag2 import BagError
 from .source import InputBag
 from ..core.models.metadata import keypoint_info
 from ..ros.array_msgs import cloud_field
-from ..ros.topic_types import TOPIC_TYPES
+from ..ros.topic_types import OUTPUT_TYPE_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +101,8 @@ def _is_output(topic: TopicStats) -> bool:
     """Return whether a topic is one a replay (or the node) writes."""
     if topic.topic.endswith('/errors') and topic.msgtype.endswith('DiagnosticArray'):
         return True
-    return any(topic.topic.endswith('/' + suffix) and
-               topic.msgtype.rsplit('/', 1)[-1] == cls.__name__
-               for suffix, cls in TOPIC_TYPES.items())
+    return any(topic.topic.endswith('/' + suffix) and topic.msgtype == name
+               for suffix, name in OUTPUT_TYPE_NAMES.items())
 
 
 def not_an_output(stats: BagStats, path: str) -> str | None:

@@ -49,6 +49,7 @@ from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
 from ..core.processing.pointmap_camera import pointmap_intrinsics
+from ..core.processing.pose_overlay import PoseDrawing
 
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
@@ -60,6 +61,31 @@ def _track_ids(result: FrameResult, people: People | None) -> np.ndarray:
     if people is None or len(people) != rows:
         return np.full(rows, -1, np.int32)
     return people.ids.astype(np.int32)
+
+
+def track_labels(result: FrameResult, people: People | None) -> list[str]:
+    """Return the label drawn on each pose row of ``pose/overlay``: its track id, '' untracked."""
+    return [str(i) if i >= 0 else '' for i in _track_ids(result, people).tolist()]
+
+
+def pose_drawing(result: FrameResult, options: MessageOptions,
+                 people: People | None = None) -> PoseDrawing:
+    """
+    Return what ``pose/overlay`` draws: ``pose/markers``' keypoints (format, threshold, smoothing).
+
+    Boxes, links and keypoints take each person's track id colour (grey untracked), as the
+    markers do; the labels are :func:`track_labels`.
+    """
+    fmt = keypoint_format(options.keypoint_format)
+    uv, _ = _keypoint_rows(result, people, options.smooth_markers)
+    points = fmt.points(uv)
+    visible = np.isfinite(points).all(-1) & (fmt.scores(result.pose.scores) >
+                                             options.score_threshold)
+    ids = _track_ids(result, people)
+    colors = np.array([[round(c * 255) for c in id_color(int(i))] for i in ids],
+                      np.uint8).reshape(-1, 3)
+    return PoseDrawing(points, visible, fmt.skeleton, colors, track_labels(result, people),
+                       result.pose.boxes)
 
 
 def _keypoint_rows(result: FrameResult, people: People | None,
@@ -348,7 +374,9 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     missing = request.keys() - set(result.rendered)
     buffers = dict(result.rendered)
     if missing:
-        buffers.update(R.render_result(result, image, request.only(missing)))
+        drawn = {'pose_overlay', *(f'pose_overlay.{f}' for f in ('jpeg', 'png'))} & missing
+        pose = pose_drawing(result, options, people) if drawn else None
+        buffers.update(R.render_result(result, image, request.only(missing), pose))
 
     def compressed(suffix: str) -> CompressedImage:
         name, fmt = compressed_source(suffix, options)
@@ -366,6 +394,10 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'pose/markers': lambda: skeleton_markers(header, result, options, people),
         'people/poses': lambda: people_poses(header, people),
         'people/ids': lambda: people_ids(header, people),
+        'pose/overlay': lambda: image_msg(header, buffers['pose_overlay'],
+                                          R.image_encoding('pose_overlay')),
+        'matting/alpha': lambda: image_msg(header, buffers['matting_alpha'],
+                                           R.image_encoding('matting_alpha')),
         'seg/labels': lambda: image_msg(header, np.asarray(result.seg.labels, np.uint8),
                                         R.image_encoding('seg_labels')),
         'seg/overlay': lambda: image_msg(header, buffers['seg_overlay'],

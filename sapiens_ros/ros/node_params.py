@@ -42,7 +42,7 @@ from .topics import NORMAL_ENCODINGS, tasks_for
 from ..core.errors import SapiensError
 from ..core.models.input_size import parse_size, parse_task_sizes
 from ..core.models.keypoint_formats import KEYPOINT_FORMATS
-from ..core.models.registry import PERCEPTION_TASKS
+from ..core.models.registry import DEFAULT_TASKS, PERCEPTION_TASKS
 from ..core.pipeline.budget import check_rate, MAX_RATE_HZ
 from ..core.pipeline.plan import BOX_SOURCES
 
@@ -164,7 +164,7 @@ def parse_outputs(text: str, name: str = 'force_outputs') -> set[str]:
 
 _CAMERA = re.compile(r'^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*$')
 _RESERVED = {'rates', 'models', 'image', 'depth', 'camera_info', 'pose', 'seg', 'normal',
-             'pointmap', 'people'}
+             'pointmap', 'matting', 'people'}
 
 
 def parse_frame_id(value: str, name: str) -> str:
@@ -210,8 +210,9 @@ _LISTS = ('tasks', 'cameras')
 
 PARAMS: tuple[Param, ...] = (
     # Models and backend: read by configure (change them while unconfigured).
-    Param('tasks', ','.join(PERCEPTION_TASKS), 'comma-separated heads to load: '
-          'pose, seg, normal, pointmap', applies='configure', launch=True),
+    Param('tasks', ','.join(DEFAULT_TASKS), 'comma-separated heads to load: '
+          'pose, seg, normal, pointmap, matting (matting/alpha, for XR passthrough)',
+          applies='configure', launch=True),
     Param('cameras', '', 'comma-separated camera names served by this one node: camera NAME '
           'reads NAME/image and publishes NAME/pose/keypoints, ...; empty: one camera in the '
           "node's own namespace", applies='configure', launch=True, parse=parse_cameras),
@@ -321,7 +322,8 @@ PARAMS: tuple[Param, ...] = (
     # people (issue 11): tracking, One-Euro smoothing, RGB-D fusion (docs/people.md).
     Param('tracking', True, 'track people across frames: ids in pose/persons, pose/keypoints, '
           'pose/markers and people/ids (false: id -1, nothing smoothed)', to='people.tracking'),
-    Param('smoothing', True, 'pose/markers and people/poses from One-Euro filtered keypoints',
+    Param('smoothing', True, 'pose/markers, pose/overlay and people/poses from One-Euro '
+          'filtered keypoints',
           to='message.smooth_markers'),
     Param('smooth_keypoints', False, 'pose/keypoints carry the filtered u, v, x, y, z too '
           '(false: raw, as the model gave them)', to='message.smooth_keypoints'),
@@ -379,8 +381,9 @@ PARAMS: tuple[Param, ...] = (
     Param('normal_encoding', '32FC3', 'normal/image encoding: 32FC3 float unit vectors, or '
           '16SC3 int16 components = round(n * 32767) (half the bytes)', choices=NORMAL_ENCODINGS,
           to='message.normal_encoding'),
-    Param('overlay_compression', 'jpeg', 'codec of seg/overlay/compressed and '
-          'normal/overlay/compressed (seg/labels/compressed is always png)',
+    Param('overlay_compression', 'jpeg', 'codec of pose/overlay/compressed, '
+          'seg/overlay/compressed and normal/overlay/compressed (seg/labels/compressed and '
+          'matting/alpha/compressed are always png)',
           choices=('jpeg', 'png'), to='message.compressed_format'),
     Param('jpeg_quality', 90, 'JPEG quality of the compressed overlays', low=1, high=100,
           to='message.jpeg_quality'),

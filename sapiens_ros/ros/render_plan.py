@@ -15,10 +15,11 @@
 """
 Which outputs a result can fill and what the pipeline should render on its device for them.
 
-Overlays, 16-bit normals, depth, the point-cloud records and the compressed images are
-rendered on the pipeline's device when it was asked to (:func:`render_request`), so building
-the messages copies no bulk data; whatever was not rendered there is rendered by
-:mod:`.messages` with the same torch code (``core.processing.render``) on the CPU.
+Overlays, 16-bit normals, depth, the matting alpha, the point-cloud records and the compressed
+images are rendered on the pipeline's device when it was asked to (:func:`render_request`), so
+building the messages copies no bulk data; whatever was not rendered there is rendered by
+:mod:`.messages` with the same torch code (``core.processing.render``) on the CPU. The pose
+overlay is always drawn there: it shows the track ids and colours, known after tracking.
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ from ..core.pipeline.pipeline import FrameResult
 from ..core.processing.render import RenderRequest
 
 #: The rendered buffer behind each output (``core.processing.render`` names).
-RENDERED = {'seg/overlay': 'seg_overlay', 'normal/overlay': 'normal_overlay',
-            'pointmap/points': 'cloud', 'pointmap/depth': 'depth'}
+RENDERED = {'pose/overlay': 'pose_overlay', 'seg/overlay': 'seg_overlay',
+            'normal/overlay': 'normal_overlay', 'pointmap/points': 'cloud',
+            'pointmap/depth': 'depth', 'matting/alpha': 'matting_alpha'}
+#: Compressed images always PNG (lossless): class ids, and the alpha an XR compositor blends by.
+LOSSLESS = {'seg/labels': 'seg_labels', 'matting/alpha': 'matting_alpha'}
 
 
 @dataclass
 class MessageOptions:
     """How to render a result into messages (the node's runtime parameters)."""
 
-    score_threshold: float = 0.3  # keypoints below it are left out of the markers
+    score_threshold: float = 0.3  # keypoints below it are left out of markers and overlay
     overlay_alpha: float = 0.5
     foreground_only: bool = True  # depth: NaN where seg says background
     pixel_scale: float = 0.001  # metres per pixel for 2D markers (no 3D available)
@@ -101,8 +105,8 @@ def render_request(outputs: Collection[str] | None,
 
 
 def compressed_source(suffix: str, options: MessageOptions) -> tuple[str, str]:
-    """``(render name, format)`` of a compressed suffix: labels are always png (lossless)."""
+    """``(render name, format)`` of a compressed suffix: labels and alpha always png."""
     raw = COMPRESSED_OUTPUTS[suffix]
-    if raw == 'seg/labels':
-        return 'seg_labels', 'png'
+    if raw in LOSSLESS:
+        return LOSSLESS[raw], 'png'
     return RENDERED[raw], options.compressed_format

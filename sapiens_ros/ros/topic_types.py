@@ -24,13 +24,14 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from .topics import COMPRESSED_OUTPUTS, DETECTIONS_OUTPUT, OPTIONAL_OUTPUTS
+from .topics import COMPRESSED_OUTPUTS, DETECTIONS_OUTPUT, LABEL_INFO_TOPIC, OPTIONAL_OUTPUTS
 from .vision_messages import Detection2DArray
 
 #: Message type of every topic suffix (the optional outputs are in :func:`optional_outputs`).
 TOPIC_TYPES: dict[str, type] = {
     'pose/keypoints': PointCloud2, 'pose/persons': PointCloud2, 'pose/markers': MarkerArray,
-    'pose/keypoint_info': String, 'seg/labels': Image, 'seg/overlay': Image,
+    'pose/keypoint_info': String, 'pose/overlay': Image, 'seg/labels': Image,
+    'seg/overlay': Image, 'matting/alpha': Image,
     'seg/label_info_json': String, 'normal/image': Image, 'normal/overlay': Image,
     'pointmap/points': PointCloud2, 'pointmap/depth': Image, 'pointmap/camera_info': CameraInfo,
     'diagnostics': DiagnosticArray,
@@ -46,3 +47,17 @@ def optional_outputs(tasks: Collection[str]) -> dict[str, type]:
     """Return the optional outputs of ``tasks`` whose package imports: suffix -> type."""
     return {s: _OPTIONAL_TYPES[s] for s, task in OPTIONAL_OUTPUTS.items()
             if task in tasks and _OPTIONAL_TYPES[s] is not None}
+
+
+def type_name(msg_type: type) -> str:
+    """ROS type name of an rclpy message class: ``sensor_msgs/msg/Image``."""
+    return f"{msg_type.__module__.split('.')[0]}/msg/{msg_type.__name__}"
+
+
+#: ROS type name of every topic suffix a node or a replay writes, the optional packages' too
+#: (named, so that a bag is read right where the package is not installed).
+OUTPUT_TYPE_NAMES: dict[str, str] = {
+    **{suffix: type_name(t) for suffix, t in TOPIC_TYPES.items()},
+    DETECTIONS_OUTPUT: 'vision_msgs/msg/Detection2DArray',
+    LABEL_INFO_TOPIC: 'vision_msgs/msg/LabelInfo',
+}

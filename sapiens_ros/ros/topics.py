@@ -30,8 +30,9 @@ from ..core.models.registry import PERCEPTION_TASKS
 
 #: The outputs of the heads, in publish order, each named ``<task>/<what>``.
 _HEAD_OUTPUTS: tuple[str, ...] = (
-    'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay',
-    'normal/image', 'normal/overlay', 'pointmap/points', 'pointmap/depth', 'pointmap/camera_info')
+    'pose/keypoints', 'pose/persons', 'pose/markers', 'pose/overlay', 'seg/labels',
+    'seg/overlay', 'normal/image', 'normal/overlay', 'pointmap/points', 'pointmap/depth',
+    'pointmap/camera_info', 'matting/alpha')
 
 #: Output topic suffixes per task, in publish order; the tasks are the registry's perception
 #: heads (``core.models.registry.PERCEPTION_TASKS``), each output that of its name's task.
@@ -57,8 +58,9 @@ LABEL_INFO_TOPIC = 'seg/label_info'
 OPTIONAL_OUTPUTS: dict[str, str] = {DETECTIONS_OUTPUT: 'pose'}
 
 #: ``<topic>/compressed`` variants (``CompressedImage``, image_transport's naming) and their topic.
-COMPRESSED_OUTPUTS: dict[str, str] = {f'{s}/compressed': s for s in
-                                      ('seg/labels', 'seg/overlay', 'normal/overlay')}
+COMPRESSED_OUTPUTS: dict[str, str] = {
+    f'{s}/compressed': s for s in ('pose/overlay', 'seg/labels', 'seg/overlay', 'normal/overlay',
+                                   'matting/alpha')}
 
 #: Which task produces each output suffix (compressed variants included; the optional outputs
 #: are :data:`OPTIONAL_OUTPUTS`, :func:`tasks_for` knows both).
@@ -71,11 +73,12 @@ _TASK_OF: dict[str, str] = {**OUTPUT_TASK, **OPTIONAL_OUTPUTS}
 
 #: The outputs a robot wants at 30 Hz: 3.65 MB per 1024x768 frame with a person on 35 % of it,
 #: with the node's defaults (pointmap_stride 2, foreground only); sizes in docs/topics.md. The
-#: people outputs are built only with tracked people (tens of bytes per person).
+#: people outputs are built only with tracked people (tens of bytes per person); matting/alpha
+#: (0.79 MB) only when the matting head is loaded (not by default).
 DEFAULT_OUTPUTS: tuple[str, ...] = (
     'pose/keypoints', 'pose/persons', 'pose/markers', 'seg/labels', 'seg/overlay/compressed',
     'normal/overlay/compressed', 'pointmap/points', 'pointmap/depth', 'pointmap/camera_info',
-    *PEOPLE_OUTPUTS)
+    *PEOPLE_OUTPUTS, 'matting/alpha')
 
 #: ``normal/image`` encodings: float32 unit vectors, or int16 components scaled by 32767.
 NORMAL_ENCODINGS = ('32FC3', '16SC3')

@@ -52,8 +52,10 @@ TASKS: dict[str, TaskSpec] = {
     )
 }
 
-#: The four heads the perception pipeline runs.
-PERCEPTION_TASKS = ('pose', 'seg', 'normal', 'pointmap')
+#: The heads the perception node and replay run (each has outputs, a rate and a size).
+PERCEPTION_TASKS = ('pose', 'seg', 'normal', 'pointmap', 'matting')
+#: The heads loaded when none are named (matting, for XR passthrough, only when asked).
+DEFAULT_TASKS = ('pose', 'seg', 'normal', 'pointmap')
 DEFAULT_SIZE = '0.4b'
 HUB_ORG = 'facebook'
 

@@ -336,7 +336,7 @@ class Pipeline:
         """Device tensors of the requested outputs of frame ``i`` that this call can fill."""
         pm = dev.pointmap.get(i)
         return R.render_tensors(request, frame.rgb, dev.labels.get(i), dev.normals.get(i),
-                                None if pm is None else pm.render_inputs())
+                                None if pm is None else pm.render_inputs(), dev.matting.get(i))
 
     def _to_host(self, results: list[FrameResult], dev: DeviceResults,
                  finite: tuple[list[str], list[list[bool]]] | None,

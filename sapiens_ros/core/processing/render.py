@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Render outputs in torch on any device: overlays, normal encodings and the point-cloud record.
+Render outputs in torch on any device: overlays, normal encodings, alpha and cloud records.
 
 The pipeline runs these on its device right after post-processing (``Pipeline(...,
 render=RenderRequest(...))``) so that each rendered output reaches the host as one contiguous,
@@ -33,12 +33,16 @@ import torch
 
 from .encode import encode, FORMATS
 from .hostbuf import host_copy, host_empty, to_host
+from .pose_overlay import pose_overlay, PoseDrawing
 from ..models.metadata import seg_class_info
 
-#: What the pipeline can render, by name (``RenderRequest.outputs``).
-RENDERABLE = ('seg_overlay', 'normal_overlay', 'normal16', 'cloud', 'depth')
+#: What can be rendered, by name (``RenderRequest.outputs``). ``pose_overlay`` needs a
+#: :class:`PoseDrawing` (track ids and colours: drawn after tracking, see ``render_tensors``).
+RENDERABLE = ('seg_overlay', 'normal_overlay', 'normal16', 'cloud', 'depth', 'matting_alpha',
+              'pose_overlay')
 #: What can be encoded as JPEG/PNG (``RenderRequest.encode``), with its channel order.
-ENCODABLE = {'seg_overlay': 'bgr', 'normal_overlay': 'rgb', 'seg_labels': 'mono'}
+ENCODABLE = {'seg_overlay': 'bgr', 'normal_overlay': 'rgb', 'pose_overlay': 'rgb',
+             'seg_labels': 'mono', 'matting_alpha': 'mono'}
 #: Channel order of each overlay as rendered (what its message encoding says).
 OVERLAY_ORDER = {name: order for name, order in ENCODABLE.items() if name.endswith('_overlay')}
 #: Scale of the 16-bit normal encoding (``16SC3``): component = value / 32767.
@@ -179,6 +183,12 @@ def normals16(normals: torch.Tensor, out: torch.Tensor | None = None) -> torch.T
     return scaled.to(torch.int16) if out is None else out.copy_(scaled)
 
 
+def alpha8(alpha: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``mono8`` alpha: ``round(clamp(alpha, 0, 1) * 255)`` as uint8 (NaN: 0, transparent)."""
+    levels = torch.nan_to_num(alpha.float(), nan=0.0).clamp_(0, 1).mul_(255.0).round_()
+    return levels.to(torch.uint8) if out is None else out.copy_(levels)
+
+
 def pack_rgb(colors: torch.Tensor) -> torch.Tensor:
     """``(N, 3)`` uint8 RGB to int32 ``0x00RRGGBB`` (the PCL/RViz packed-float bit pattern)."""
     c = colors.to(torch.int32)
@@ -217,18 +227,20 @@ def masked_depth(xyz: torch.Tensor, labels: torch.Tensor | None, stride: int,
 
 def render_tensors(request: RenderRequest, rgb: torch.Tensor | None,
                    labels: torch.Tensor | None = None, normals: torch.Tensor | None = None,
-                   pointmap: dict | None = None) -> dict[str, torch.Tensor | np.ndarray]:
+                   pointmap: dict | None = None, matting: torch.Tensor | None = None,
+                   pose: PoseDrawing | None = None) -> dict[str, torch.Tensor | np.ndarray]:
     """
     Compute the requested outputs of one frame from what ran, on the inputs' device.
 
     ``rgb`` is the frame (HxWx3 uint8 RGB), ``labels`` the seg map, ``normals`` HxWx3,
     ``pointmap`` the pipeline's per-frame dict (``xyz``, ``points``, ``colors``, ``labels``,
-    ``stride``). Outputs whose inputs are missing (overlays without ``rgb``) are left out. On
-    the CPU each raw output is written straight into its message-ready host array (returned
-    instead of a tensor): no copy follows.
+    ``stride``), ``matting`` the HxW alpha, ``pose`` what the pose overlay draws. Outputs
+    whose inputs are missing (overlays without ``rgb``, the pose overlay without ``pose``) are
+    left out. On the CPU each raw output is written straight into its message-ready host array
+    (returned instead of a tensor): no copy follows.
     """
     names, alpha = request.names, request.overlay_alpha
-    inputs = [t for t in (rgb, labels, normals) if t is not None]
+    inputs = [t for t in (rgb, labels, normals, matting) if t is not None]
     cpu = bool(inputs) and inputs[0].device.type == 'cpu'
     out: dict = {}
 
@@ -252,6 +264,10 @@ def render_tensors(request: RenderRequest, rgb: torch.Tensor | None,
                  lambda o: normal_overlay(rgb, normals, alpha, o))
         if 'normal16' in names:
             emit('normal16', normals.shape, np.int16, lambda o: normals16(normals, o))
+    if matting is not None and 'matting_alpha' in names:
+        emit('matting_alpha', matting.shape, np.uint8, lambda o: alpha8(matting, o))
+    if pose is not None and 'pose_overlay' in names and rgb is not None:
+        emit('pose_overlay', rgb.shape, np.uint8, lambda o: pose_overlay(rgb, pose, o))
     if pointmap is not None:
         if 'depth' in names:
             mask = labels if request.foreground_only else None
@@ -286,12 +302,12 @@ def to_buffers(tensors: dict[str, torch.Tensor | np.ndarray],
     return out
 
 
-def render_result(result, image_rgb: np.ndarray | None,
-                  request: RenderRequest) -> dict[str, np.ndarray]:
+def render_result(result, image_rgb: np.ndarray | None, request: RenderRequest,
+                  pose: PoseDrawing | None = None) -> dict[str, np.ndarray]:
     """
     Render a host ``FrameResult`` (not rendered by the pipeline) with the same torch code, on CPU.
 
-    ``image_rgb`` (HxWx3 uint8) is needed for the overlays only.
+    ``image_rgb`` (HxWx3 uint8) is needed for the overlays only; ``pose`` for the pose overlay.
     """
     def tensor(values):
         return None if values is None else torch.from_numpy(np.ascontiguousarray(values))
@@ -302,5 +318,6 @@ def render_result(result, image_rgb: np.ndarray | None,
         'labels': tensor(pm.labels), 'stride': pm.stride}
     labels = tensor(result.seg.labels) if result.seg is not None else None
     normals = tensor(result.normal.normals) if result.normal is not None else None
-    tensors = render_tensors(request, tensor(image_rgb), labels, normals, pointmap)
+    tensors = render_tensors(request, tensor(image_rgb), labels, normals, pointmap,
+                             tensor(result.matting), pose)
     return to_buffers(tensors, request)
