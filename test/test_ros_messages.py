@@ -25,6 +25,7 @@ pytest.importorskip('sensor_msgs.msg')
 from ros_fixtures import OUTPUT_TASKS, tiny_pipeline  # noqa: E402
 from ros_graph import cloud_array  # noqa: E402
 from sapiens_ros.core.models.keypoint_formats import keypoint_format  # noqa: E402
+from sapiens_ros.core.people.body_frames import body_id  # noqa: E402
 from sapiens_ros.core.people.state import PeopleState  # noqa: E402
 from sapiens_ros.ros import messages as M  # noqa: E402
 from sapiens_ros.ros.render_plan import MessageOptions  # noqa: E402
@@ -283,7 +284,7 @@ def test_pose_overlay_draws_the_tracked_people_in_their_colours(frame):
     ids = people.ids.tolist()
     assert ids[0] != ids[1] and min(ids) >= 0
     drawn = M.pose_drawing(two, opts, people)
-    assert drawn.labels == [str(i) for i in ids]  # the track ids as digits
+    assert drawn.labels == [body_id(i) for i in ids]  # the REP-155 body ids
     label_rows = np.zeros(image.shape[:2], bool)
     label_rows[:24] = True  # the id patches sit on the boxes' top edge
     hits = 0

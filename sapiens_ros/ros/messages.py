@@ -43,6 +43,7 @@ from .vision_messages import detections_msg
 from ..core.media.visualize import id_color
 from ..core.models.keypoint_formats import keypoint_format, KEYPOINT_FORMATS, KeypointFormat
 from ..core.models.metadata import seg_class_info
+from ..core.people.body_frames import body_id
 from ..core.people.state import People, with_pointmap_scale
 from ..core.people.world_skeleton import FusedSkeleton
 from ..core.pipeline.pipeline import FrameResult
@@ -64,8 +65,8 @@ def _track_ids(result: FrameResult, people: People | None) -> np.ndarray:
 
 
 def track_labels(result: FrameResult, people: People | None) -> list[str]:
-    """Return the label drawn on each pose row of ``pose/overlay``: its track id, '' untracked."""
-    return [str(i) if i >= 0 else '' for i in _track_ids(result, people).tolist()]
+    """Return the label drawn on each pose row of ``pose/overlay``: its body id, '' untracked."""
+    return [body_id(i) if i >= 0 else '' for i in _track_ids(result, people).tolist()]
 
 
 def pose_drawing(result: FrameResult, options: MessageOptions,

@@ -325,8 +325,7 @@ class PerceptionNode(LifecycleNode):
             self.tasks = parse_tasks(params['tasks'])
             unknown = [t for t in self.tasks if t not in TASK_OUTPUTS]
             if unknown:
-                raise SapiensError(f'the node runs pose, seg, normal and pointmap; '
-                                   f'not {unknown}')
+                raise SapiensError(f'the node runs {", ".join(TASK_OUTPUTS)}; not {unknown}')
             names = params['cameras'] or ('',)
             self._declare_camera_rates(names)
             t0 = time.perf_counter()
