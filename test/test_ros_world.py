@@ -221,3 +221,44 @@ def test_node_without_the_optional_packages_serves_every_standard_output(graph, 
         assert rc == 0 and 'Traceback' not in proc.output, proc.output
     finally:
         proc.kill()
+
+
+@pytest.mark.parametrize('bad', ['', '/camera_optical_frame'])
+def test_a_frame_id_tf2_rejects_is_counted_and_parents_no_tf_frame(graph, bad):
+    """An empty or /-led image frame_id: frames still processed, counted, no body frames."""
+    node = graph.perception(tasks='pose', box_source='full', use_depth=True, depth_timeout=0.0,
+                            publish_tf=True)
+    tfs = graph.collect(tf2.TFMessage, '/tf', qos(depth=100))
+    kps = graph.collect(TOPIC_TYPES['pose/keypoints'], 'pose/keypoints')
+    pubs = {name: graph.publisher(t, name) for name, t in
+            (('image', Image), ('depth', Image), ('camera_info', CameraInfo))}
+    for pub in pubs.values():
+        graph.wait_for_subscribers(pub)
+    wall = np.full((SIZE // 2, SIZE // 2), 2000, np.uint16)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and len(kps) < 3:
+        header = _header(graph)
+        header.frame_id = bad
+        pubs['camera_info'].publish(camera_info_for(header, SIZE, SIZE, 60.0))
+        pubs['depth'].publish(image_msg(header, wall, '16UC1'))
+        pubs['image'].publish(image_msg(header, PHOTO, 'bgr8'))
+        graph.wait(lambda: len(kps) >= 3, 0.3)
+    assert len(kps) >= 3 and all(m.header.frame_id == bad for m in kps)  # outputs go on
+    assert int(_diag(node)['bad_input.frame_id']) >= 3
+    assert not [t for m in tfs for t in m.transforms if t.child_frame_id.startswith('body_')]
+
+
+def test_the_frame_id_parameter_names_every_output(graph):
+    node = graph.perception(tasks='pose', box_source='full', cameras='front',
+                            frame_id='{camera}_color_optical_frame')
+    kps = graph.collect(TOPIC_TYPES['pose/keypoints'], 'front/pose/keypoints')
+    image = graph.publisher(Image, 'front/image')
+    graph.wait_for_subscribers(image)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not kps:
+        header = _header(graph)
+        header.frame_id = ''
+        image.publish(image_msg(header, PHOTO, 'bgr8'))
+        graph.wait(lambda: kps, 0.3)
+    assert kps and kps[0].header.frame_id == 'front_color_optical_frame'
+    assert int(_diag(node).get('bad_input.frame_id', 0)) == 0

@@ -33,6 +33,7 @@ from .camera_inputs import CameraInputs, ReceivedFrame
 from .camera_outputs import CameraOutputs
 from .render_plan import MessageOptions, render_request
 from .stamps import stamp_seconds
+from .tf_frames import valid_frame_id
 from .topics import tasks_for
 from .vision_messages import detector_boxes
 from ..core.errors import FrameError
@@ -90,6 +91,7 @@ class RequestBuilder:
             self.inputs.stats.idle_skipped += 1
             return None
         msg = received.msg
+        self.check_frame_id(msg.header)
         try:
             fmt = self.param('compressed_format')
             frame = decode_message(msg, self.param('max_pixels'), None if fmt == 'any' else fmt)
@@ -118,6 +120,24 @@ class RequestBuilder:
             boxes=boxes, box_scores=scores, people_3d=people_3d or 'people/poses' in outputs,
             depth=self.depth_input(received.sides.get('depth'), size), render=render,
             context=DecodedFrame(received, frame, options, render, intrinsics))
+
+    def check_frame_id(self, header) -> None:
+        """
+        Give the image header the ``frame_id`` parameter, or refuse a frame id tf2 rejects.
+
+        With ``frame_id`` set (``{camera}`` stands for the camera name) every frame takes it,
+        and every output copies it. Otherwise an empty or ``/``-led frame id, which every tf2
+        listener rejects, is counted (``bad_input.frame_id``, one throttled line): the frame is
+        processed and published with its header, but no TF frame is parented to it.
+        """
+        fixed = self.param('frame_id')
+        if fixed:
+            header.frame_id = fixed.replace('{camera}', self.camera.name)
+        elif not valid_frame_id(header.frame_id):
+            self.inputs.bad('frame_id', f'the image frame_id {header.frame_id!r} is not a tf2 '
+                            'frame id (empty, or a leading /): every tf2 listener rejects it; '
+                            'fix the camera driver or set the frame_id parameter',
+                            'frame processed; no body, face or person frames on /tf for it')
 
     def depth_input(self, depth: Image | None, size: tuple[int, int]) -> dict:
         """Keyword arguments of ``PeopleState.update`` for a paired depth image; {} when bad."""

@@ -348,6 +348,10 @@ PARAMS: tuple[Param, ...] = (
     Param('hri', False, 'REP-155 (ROS4HRI) bodies: /humans/bodies/tracked and per body '
           '/humans/bodies/<id>/roi, cropped, skeleton2d (global topics; ids unique across '
           'cameras)', launch=True, to='world.hri'),
+    Param('frame_id', '', 'replaces the frame_id of every input image, so of every output and '
+          'TF parent ({camera} stands for the camera name, e.g. {camera}_optical_frame); empty: '
+          'the header\'s own (an empty or /-led one is counted as bad_input.frame_id and gets '
+          'no TF frames)', parse=parse_frame_id),
     Param('world_frame', '', 'tf2 frame of the world (odom, map, base_link...): the tracked '
           'bodies of every camera become one set of REP-155 persons there (/humans/persons, '
           'person_<id> on /tf, persons/markers), cameras looked up with tf2 at each frame '

@@ -36,7 +36,7 @@ from .body_messages import face_transform, link_transforms, rig_transforms
 from .hri_bodies import HRI_MSGS_ERROR, HriBodies
 from .hri_faces import face_id, HriFaces
 from .optional_msgs import missing_packages
-from .tf_frames import body_transforms, TF_ERROR, TfOut
+from .tf_frames import body_transforms, TF_ERROR, TfOut, valid_frame_id
 from .world_frame import TF2_ROS_ERROR
 from .world_persons import WorldPersons
 from ..core.people.body_frames import body_frames, body_id
@@ -109,7 +109,8 @@ class PeopleWorld:
         """
         opts = self.options
         hri = opts.hri and HRI_MSGS_ERROR is None
-        tf = opts.publish_tf and self._tf is not None and self._tf.wanted()
+        tf = opts.publish_tf and self._tf is not None and self._tf.wanted() and \
+            valid_frame_id(header.frame_id)  # else refused and counted on the way in
         models = None
         if hri:
             with self._lock:

@@ -82,6 +82,11 @@ class TfOut:
         self._node.destroy_publisher(self._pub)
 
 
+def valid_frame_id(frame_id: str) -> bool:
+    """Whether tf2 takes ``frame_id`` as a frame: not empty, no leading ``/``."""
+    return bool(frame_id) and not frame_id.startswith('/')
+
+
 def body_frame_name(track_id: int) -> str:
     """Return the TF frame of a track: ``body_<bodyID>`` (REP-155), e.g. ``body_kqzvb``."""
     return f'body_{body_id(track_id)}'
@@ -147,4 +152,4 @@ def person_transforms(world: Header, persons: Sequence, skeletons: Sequence | No
 
 __all__ = ['TF2_MSGS_ERROR', 'TF2_ROS_ERROR', 'TF_ERROR', 'TF_QOS', 'TF_TOPIC', 'TFMessage',
            'TfOut', 'body_frame_name', 'body_transforms', 'joint_transforms', 'person_transforms',
-           'transform']
+           'transform', 'valid_frame_id']

@@ -34,6 +34,7 @@ from rclpy.time import Time
 from scipy.spatial.transform import Rotation
 
 from .runtime import Throttle
+from .tf_frames import valid_frame_id
 
 try:
     from tf2_ros import (Buffer, ConnectivityException, ExtrapolationException,
@@ -92,7 +93,7 @@ class WorldFrame:
         None, counted and said (throttled) when the frame id is not one tf2 takes, or the
         transform is missing or would be extrapolated at that stamp.
         """
-        if not frame_id or frame_id.startswith('/'):
+        if not valid_frame_id(frame_id):
             return self._refuse('frame_id', frame_id, f'frame_id {frame_id!r} is not a tf2 '
                                 'frame id (empty, or a leading /): fix the camera driver')
         try:
