@@ -350,7 +350,7 @@ PARAMS: tuple[Param, ...] = (
           'cameras)', launch=True, to='world.hri'),
     Param('frame_id', '', 'replaces the frame_id of every input image, so of every output and '
           'TF parent ({camera} stands for the camera name, e.g. {camera}_optical_frame); empty: '
-          'the header\'s own (an empty or /-led one is counted as bad_input.frame_id and gets '
+          'that of the header (an empty or /-led one is counted as bad_input.frame_id and gets '
           'no TF frames)', parse=parse_frame_id),
     Param('world_frame', '', 'tf2 frame of the world (odom, map, base_link...): the tracked '
           'bodies of every camera become one set of REP-155 persons there (/humans/persons, '
