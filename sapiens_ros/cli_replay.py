@@ -77,6 +77,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='persons in this tf2 frame (odom, map...) from every camera, with the '
                         'TF of the bag (/tf, /tf_static) and the camera_info of each camera, as '
                         "the node's world_frame (needs tf2_ros; 3D from the pointmap)")
+    p.add_argument('--hri', action='store_true',
+                   help='REP-155 bodies (joint_states, URDF...) and faces and their /tf frames, '
+                        "as the node's hri:=true (the camera_info of each camera makes the "
+                        'pointmap metric)')
     p.add_argument('--no-progress', action='store_true', help='no progress output')
     p.add_argument('--checkpoint-seconds', type=float, default=1.0, metavar='S',
                    help='make the output durable at most every S seconds: the work a kill -9 '
@@ -164,6 +168,7 @@ def replay_options(args: argparse.Namespace, input_bag: str):
         start=args.start, end=args.end, every=args.every, storage=args.storage,
         copy_inputs=args.copy_inputs, resume=args.resume, video=args.video,
         namespace=args.namespace, progress=not args.no_progress, world_frame=args.world_frame,
+        hri=args.hri,
         checkpoint_seconds=args.checkpoint_seconds,
         people=PeopleConfig(tracking=not args.no_tracking), rates=parse_rates(args.rates),
         messages=MessageOptions(outputs=parse_outputs(args.outputs, parse_tasks(args.tasks)),

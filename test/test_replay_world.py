@@ -146,7 +146,7 @@ def test_replay_fuses_two_cameras_into_one_person_with_the_bags_tf(
     src = robot_bag(tmp_path / 'robot', astronaut)
     out = tmp_path / 'out'
     summary = replay(pose_pointmap, ReplayOptions(
-        str(src), str(out), world_frame='odom', progress=False,
+        str(src), str(out), world_frame='odom', hri=True, progress=False,
         topics=['/front/image_raw', '/side/image_raw']))
     assert summary.processed == 16 and summary.failed == 0
     got: dict[str, list] = {}
@@ -162,12 +162,30 @@ def test_replay_fuses_two_cameras_into_one_person_with_the_bags_tf(
     persons = {i for m in tracked for i in m.ids}
     assert len(persons) == 1 and all(is_hri_id(p) for p in persons)  # two views, one person
     (person,) = persons
-    matches = [deserialize_message(r, IdsMatch) for _, r in got['/humans/candidate_matches']]
+    matches = [m for m in (deserialize_message(r, IdsMatch)
+                           for _, r in got['/humans/candidate_matches'])
+               if m.id2_type == IdsMatch.PERSON]  # body <-> person (face <-> body: --hri)
     assert {m.id2 for m in matches} == {person} and len({m.id1 for m in matches}) == 2
     # person_<id> in odom: where both cameras look, as the robot drove (base_link moved in x)
-    tfs = [t for _, r in got['/tf'] for t in deserialize_message(r, TFMessage).transforms]
+    every = [t for _, r in got['/tf'] for t in deserialize_message(r, TFMessage).transforms]
+    tfs = [t for t in every if t.child_frame_id.startswith('person_')]
     assert tfs and all(t.header.frame_id == 'odom' and t.child_frame_id == f'person_{person}'
                        for t in tfs)
+    # --hri: the REP-155 bodies of both cameras, as the node's hri:=true, and their frames
+    bodies = [deserialize_message(r, IdsList) for _, r in got['/humans/bodies/tracked']]
+    names = {b for m in bodies for b in m.ids}
+    assert len(names) == 2 and all(is_hri_id(b) for b in names)
+    assert names == {m.id1 for m in matches}  # the bodies the person is matched with
+    for name in names:
+        assert f'/humans/bodies/{name}/skeleton2d' in types
+        assert types[f'/humans/bodies/{name}/roi'] == 'hri_msgs/msg/NormalizedRegionOfInterest2D'
+    # (no body_<id> frames: this pointmap puts the whole torso on one point, no axes)
+    from sapiens_ros.replay.stats import bag_stats, format_stats
+
+    listed = format_stats(bag_stats(str(out)), only_topics=True)  # sapiens-ros stats
+    for topic in ('/tf', '/humans/bodies/tracked', '/humans/persons/tracked',
+                  '/humans/candidate_matches', '/sapiens/persons/markers'):
+        assert topic in listed, topic
     last = tfs[-1]
     stamp = last.header.stamp.sec + last.header.stamp.nanosec * 1e-9
     drove = DRIVE * (stamp - BASE_NS / 1e9)

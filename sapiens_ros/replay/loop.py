@@ -43,7 +43,9 @@ import time
 
 from rclpy.serialization import serialize_message
 
+from .camera_infos import CameraInfos
 from .decode import decode_item, DEFAULT_MAX_PIXELS, fallback_header, FrameItem
+from .hri import BagHri
 from .naming import DEFAULT_NAMESPACE, errors_topic, output_prefixes, output_topic, world_topic
 from .progress import Progress
 from .records import error_record
@@ -59,8 +61,9 @@ from .world import BagWorld
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
+from ..ros.hri_bodies import HRI_MSGS_ERROR
 from ..ros.messages import build_messages, info_messages
-from ..ros.qos import LATCHED_QOS, output_qos, TF_QOS
+from ..ros.qos import HRI_LATCHED_QOS, LATCHED_QOS, output_qos, TF_QOS
 from ..ros.render_plan import MessageOptions, render_request
 from ..ros.stamps import stamp_seconds
 from ..ros.tf_frames import TF_TOPIC
@@ -112,6 +115,8 @@ class ReplayOptions:
     rates: dict[str, float] = field(default_factory=dict)  # most runs per second per task
     #: Persons in this tf2 frame from every camera (the bag's /tf, /tf_static, camera_info).
     world_frame: str = ''
+    #: REP-155 bodies and faces and their /tf frames, as the node's ``hri:=true``.
+    hri: bool = False
 
 
 class Replayer:
@@ -169,12 +174,21 @@ class Replayer:
                                   self.ids) for t in dict.fromkeys(self.topics)}
         self.batch = self.opt.batch or len(self.cameras)
         self.errors = errors_topic(self.opt.namespace)
-        self.world = None
+        self.world = self.hri = self.infos = None
+        if (self.opt.world_frame or self.opt.hri) and 'pose' not in self.tasks:
+            raise BagError('--world-frame and --hri are about tracked people: they need the '
+                           'pose task')
+        if self.opt.world_frame or self.opt.hri:  # metric 3D, triangulation: each camera's K
+            self.infos = CameraInfos(bag, self.topics)
         if self.opt.world_frame:
-            if 'pose' not in self.tasks:
-                raise BagError('--world-frame fuses tracked people: it needs the pose task')
-            self.world = BagWorld(bag, self.opt.world_frame, self.topics,
+            self.world = BagWorld(bag, self.opt.world_frame, self.infos,
                                   world_topic(self.opt.namespace, MARKERS_TOPIC))
+        if self.opt.hri:
+            if HRI_MSGS_ERROR is not None:
+                raise BagError(f'--hri needs hri_msgs ({HRI_MSGS_ERROR}): install '
+                               'ros-$ROS_DISTRO-hri-msgs')
+            self.hri = BagHri()
+        self._unwritable: set[str] = set()
         self.outputs = {output_topic(p, s): t for t, p in self.prefixes.items()
                         for s in self.suffixes}
         start, end = bag.start_ns, bag.end_ns
@@ -222,14 +236,6 @@ class Replayer:
         from diagnostic_msgs.msg import DiagnosticArray
 
         bag.add(self.errors, msgtype_of(DiagnosticArray), bag_qos(output_qos(10)))
-        if self.world is not None:
-            for topic, kind in self.world.topics().items():
-                msgtype = msgtype_of(kind)
-                if msgtype not in bag.typestore.types:
-                    log.warning('not writing %s: the output typestore has no %s', topic, msgtype)
-                elif topic not in bag.connections:
-                    bag.add(topic, msgtype, bag_qos(TF_QOS if topic == TF_TOPIC
-                                                    else output_qos(OUTPUT_DEPTH)))
         bag.checkpoint()
         return bag
 
@@ -285,7 +291,7 @@ class Replayer:
 
     def _read(self, bag: InputBag, stop: StopSignals) -> None:
         wanted = {c.topic for c in self.connections}
-        infos = self.world.info_topics if self.world is not None else {}
+        infos = self.infos.topics if self.infos is not None else {}
         conns = [] if self.opt.copy_inputs else self.connections + [
             c for c in bag.connections if c.topic in infos]
         copies = {}
@@ -312,7 +318,7 @@ class Replayer:
                         self._jobs.put(('connect', conn))
                     self._jobs.put(('copy', conn.topic, time_ns, raw))
                 if conn.topic in infos:
-                    self.world.camera_info(conn.topic, raw)
+                    self.infos.add(conn.topic, raw)
                 if conn.topic not in wanted:
                     continue
                 index = position[conn.topic]
@@ -345,12 +351,12 @@ class Replayer:
     def _request(self, item: FrameItem) -> FrameRequest:
         """Build the scheduler's request of a frame (stamp: the header's, else the bag time)."""
         frame = item.frame
-        world = self.world is not None
+        infos = self.infos
         return FrameRequest(self.cameras[item.topic], frame.pixels,
                             stamp_seconds(item.header.stamp) or item.time_ns * 1e-9, self.wanted,
                             color_order=frame.color_order,
-                            fx=self.world.focal_length(item.topic) if world else None,
-                            people_3d=world or 'people/poses' in self.suffixes,
+                            fx=infos.focal_length(item.topic) if infos is not None else None,
+                            people_3d=infos is not None or 'people/poses' in self.suffixes,
                             render=self.render)
 
     def _infer(self, items: list[FrameItem], drain: bool = False) -> list[FrameItem]:
@@ -489,6 +495,28 @@ class Replayer:
                                   time_ns, reason, 'input')
             out.write(self.errors, time_ns, serialize_message(record))
 
+    def _people_messages(self, item: FrameItem, result, people, image) -> list:
+        """Return the world's and the REP-155 messages of one processed frame with people."""
+        pairs = []
+        if self.hri is not None and result.pose is not None:
+            pairs += self.hri.update(item.topic, item.header, result, people)
+        if self.world is not None:
+            pairs += self.world.update(item.topic, item.header, people, image)
+        return pairs
+
+    def _write_message(self, out: OutputBag, topic: str, msg, time_ns: int) -> None:
+        """Write a people message, adding its topic on first use (or once saying why not)."""
+        if topic not in out.connections:
+            if topic in self._unwritable:
+                return
+            msgtype = msgtype_of(type(msg))
+            if msgtype not in out.typestore.types:
+                log.warning('not writing %s: the output typestore has no %s', topic, msgtype)
+                self._unwritable.add(topic)
+                return
+            out.add(topic, msgtype, bag_qos(_qos_of(topic)))
+        out.write(topic, time_ns, serialize_message(msg))
+
     def _write_frame(self, out: OutputBag, item: FrameItem,
                      outcome: FrameOutcome | None) -> None:
         """Turn one frame's result into its messages (input order per camera) and write them."""
@@ -509,10 +537,9 @@ class Replayer:
                 prefix = self.prefixes[item.topic]
                 for suffix, raw in data.items():
                     out.write(output_topic(prefix, suffix), item.time_ns, raw)
-                if self.world is not None and people is not None:
-                    for topic, msg in self.world.update(item.topic, item.header, people, image):
-                        if topic in out.connections:
-                            out.write(topic, item.time_ns, serialize_message(msg))
+                if people is not None:
+                    for topic, msg in self._people_messages(item, result, people, image):
+                        self._write_message(out, topic, msg, item.time_ns)
                 self.summary.processed += 1
                 if self.video is not None and item.topic == self.topics[0]:
                     self.video.write_panels(image, result, people)
@@ -523,6 +550,13 @@ class Replayer:
         self.summary.failed += 1
         self.summary.failures[item.kind] += 1
         log.debug('frame %d of %s failed: %s', item.index, item.topic, item.error)
+
+
+def _qos_of(topic: str):
+    """Return the offered QoS of a people topic: /tf's, latched for a URDF, else the outputs'."""
+    if topic == TF_TOPIC:
+        return TF_QOS
+    return HRI_LATCHED_QOS if topic.endswith('/urdf') else output_qos(OUTPUT_DEPTH)
 
 
 def count_before(bag: InputBag, connections: Sequence, stop_ns: int) -> Counter:

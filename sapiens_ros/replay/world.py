@@ -16,8 +16,8 @@
 ``--world-frame``: the node's persons over a replayed multi-camera bag (issue 26).
 
 :class:`BagWorld` reads the bag's ``/tf`` and ``/tf_static`` (every ``tf2_msgs/TFMessage``
-topic) into a tf2 buffer that spans the whole bag, keeps each camera's latest ``camera_info``
-(the sibling ``camera_info`` topic of its image topic), and runs the core's
+topic) into a tf2 buffer that spans the whole bag, takes each camera's K from its latest
+``camera_info`` (:class:`.camera_infos.CameraInfos`), and runs the core's
 :class:`~sapiens_ros.core.people.world_people.WorldPeople` on every processed frame, exactly as
 the live node's ``world_frame`` does: the camera's optical frame looked up at the frame's stamp,
 the frame's tracked people fused into persons. Each fused frame gives the messages the node
@@ -28,13 +28,12 @@ publishes, to write into the output bag: ``/tf`` (``person_<id>`` in the world f
 from __future__ import annotations
 
 import logging
-from pathlib import PurePosixPath
 
 import numpy as np
 from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import CameraInfo
 from std_msgs.msg import Header
 
+from .camera_infos import CameraInfos
 from .rosbag2 import BagError
 from ..core.people.state import People
 from ..core.people.world_people import WorldPeople
@@ -53,18 +52,10 @@ TF_TYPE = 'tf2_msgs/msg/TFMessage'
 TRACKED_TOPIC = f'{PERSONS_NS}/tracked'
 
 
-def info_topic(image_topic: str) -> str:
-    """Return the camera_info topic beside an image topic (``/cam/image_raw`` -> ``/cam/...``)."""
-    parent = PurePosixPath(image_topic).parent
-    if parent.name == 'compressed':  # /cam/image/compressed
-        parent = parent.parent
-    return str(parent / 'camera_info')
-
-
 class BagWorld:
     """Persons in ``world_frame`` over one bag; see the module docstring."""
 
-    def __init__(self, bag, world_frame: str, cameras: list[str], markers_topic: str) -> None:
+    def __init__(self, bag, world_frame: str, infos: CameraInfos, markers_topic: str) -> None:
         if TF2_ROS_ERROR is not None or TFMessage is None:
             raise BagError(f'--world-frame needs tf2_ros and tf2_msgs ({TF2_ROS_ERROR}): '
                            'install ros-$ROS_DISTRO-tf2-ros-py')
@@ -87,33 +78,8 @@ class BagWorld:
         self.world = WorldPeople()
         self.pacer = MatchPacer()
         self.markers_topic = markers_topic
-        names = {c.topic for c in bag.connections}
-        self.info_topics = {info_topic(t): t for t in cameras if info_topic(t) in names}
-        self._k: dict[str, np.ndarray] = {}
+        self.infos = infos
         self._tf_stamp = -np.inf
-
-    def topics(self) -> dict[str, type]:
-        """Return the output topics and their message types (REP-155 ones with hri_msgs)."""
-        from visualization_msgs.msg import MarkerArray
-
-        out = {TF_TOPIC: TFMessage, self.markers_topic: MarkerArray}
-        if HRI_MSGS_ERROR is None:
-            from ..ros.hri_bodies import IdsMatch
-
-            out.update({TRACKED_TOPIC: IdsList, MATCHES_TOPIC: IdsMatch})
-        return out
-
-    def camera_info(self, topic: str, raw: bytes) -> None:
-        """Keep the newest K of a camera (triangulation, a metric pointmap) from its info."""
-        info = deserialize_message(raw, CameraInfo)
-        k = np.asarray(info.k, np.float64).reshape(3, 3)
-        if np.isfinite(k).all() and k[0, 0] > 0 and k[1, 1] > 0:
-            self._k[self.info_topics[topic]] = k
-
-    def focal_length(self, camera: str) -> float | None:
-        """Return a camera's calibrated fx (pixels), or None before its first camera_info."""
-        k = self._k.get(camera)
-        return None if k is None else float(k[0, 0])
 
     def update(self, camera: str, header: Header, people: People,
                image: np.ndarray | None) -> list[tuple[str, object]]:
@@ -121,7 +87,7 @@ class BagWorld:
         pose = self.frame.camera_to_world(header.frame_id, header.stamp)
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
         resets = self.world.resets
-        state = self.world.update(camera, stamp, pose, people, image, self._k.get(camera))
+        state = self.world.update(camera, stamp, pose, people, image, self.infos.k(camera))
         if self.world.resets != resets:  # the bag's time went back: /tf starts over too
             self._tf_stamp = -np.inf
         if state is None:
@@ -146,4 +112,4 @@ class BagWorld:
         return out
 
 
-__all__ = ['BagWorld', 'TF_TYPE', 'TRACKED_TOPIC', 'info_topic']
+__all__ = ['BagWorld', 'TF_TYPE', 'TRACKED_TOPIC']
