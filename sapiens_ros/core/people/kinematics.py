@@ -67,6 +67,7 @@ def _index() -> np.ndarray:
 
 
 _K = {n: i for i, n in enumerate(_NAMES)}
+_NAN3, _NAN20, _NAN23 = np.full(3, np.nan), np.full(20, np.nan), np.full((2, 3), np.nan)
 _DEFAULT = BoneLengths().array()
 _J = {n: i for i, n in enumerate(JOINT_NAMES)}
 _ARM = {'l': [_J['l_y_shoulder'], _J['l_p_shoulder'], _J['l_r_shoulder']],
@@ -298,27 +299,29 @@ class BodyKinematics:
             if froze:
                 new_urdf.append(int(ids[rows[b]]))
 
-        prev = np.stack([t.angles if t.angles is not None else np.full(20, np.nan)
-                         for t in tracks])
-        last = np.stack([t.arm_side if t.arm_side is not None else np.full((2, 3), np.nan)
-                         for t in tracks])
+        prev = np.stack([t.angles if t.angles is not None else _NAN20 for t in tracks])
+        last = np.stack([t.arm_side if t.arm_side is not None else _NAN23 for t in tracks])
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
         out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
         out = np.clip(out, LOWER, UPPER)
-        velocity = np.zeros((len(rows), 3))
+        dt = stamp - np.array([t.stamp for t in tracks])
+        moved = dt > 0
+        with np.errstate(invalid='ignore', divide='ignore'):
+            if cfg.smoothing > 0:  # between two angles within the limits
+                a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
+                out = np.where((moved & np.isfinite(prev[:, 0]))[:, None],
+                               prev + a * (out - prev), out)
+            pos = np.stack([t.position if t.position is not None else _NAN3 for t in tracks])
+            vel = np.stack([t.velocity for t in tracks])
+            raw = (origin - pos) / dt[:, None]
+            a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] \
+                if cfg.velocity_smoothing else 1
+            vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
+        velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
+        kept, pos = out.copy(), origin.copy()
         for b, t in enumerate(tracks):
-            dt = stamp - t.stamp
-            if t.angles is not None and cfg.smoothing > 0 and dt > 0:
-                a = 1.0 - np.exp(-dt / cfg.smoothing)  # between two angles within the limits
-                out[b] = t.angles + a * (out[b] - t.angles)
-            t.angles = out[b].copy()
-            t.arm_side = sides[b]
-            if t.position is not None and dt > 0:
-                raw = (origin[b] - t.position) / dt
-                a = 1.0 - np.exp(-dt / cfg.velocity_smoothing) if cfg.velocity_smoothing else 1
-                t.velocity = t.velocity + a * (raw - t.velocity)
-            t.position, t.stamp = origin[b].copy(), stamp
-            velocity[b] = R[b].T @ t.velocity
+            t.angles, t.arm_side, t.velocity, t.position = kept[b], sides[b], vel[b], pos[b]
+            t.stamp = stamp
         local = joint_transforms(lengths, out)
         links = links_from_joints(local)
         return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
