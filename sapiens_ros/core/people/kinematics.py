@@ -280,16 +280,21 @@ class BodyKinematics:
         pts = xyz[rows][:, _index()]
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
         local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
-        head_b = sell_b = None
+        head_b = None
         hv = np.zeros(len(rows), bool)
-        if head is not None and head_valid is not None and sellion is not None:
+        have_head = head is not None and head_valid is not None and sellion is not None
+        if have_head:
             hv = np.asarray(head_valid, bool)[rows]
-            head_b = np.einsum('bji,bjk->bik', R, np.asarray(head, np.float64)[rows])
-            sell_b = np.einsum('bji,bj->bi', R, np.asarray(sellion, np.float64)[rows] - origin)
-            sell_b[~hv] = np.nan
-        measured = measure_lengths(local, head_b, sell_b)
-
+            head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64)[rows]
         tracks = [self.tracks.setdefault(int(i), _Track()) for i in ids[rows]]
+        measured = None
+        if any(t.lengths is None for t in tracks):  # still calibrating: this frame's lengths
+            sell_b = None
+            if have_head:
+                sell_b = np.einsum('bji,bj->bi', R,
+                                   np.asarray(sellion, np.float64)[rows] - origin)
+                sell_b[~hv] = np.nan
+            measured = measure_lengths(local, head_b, sell_b)
         new_urdf, lengths, calibrated = [], np.empty((len(rows), 9)), np.zeros(len(rows), bool)
         for b, t in enumerate(tracks):
             if t.lengths is None and np.isfinite(measured[b]).any():
