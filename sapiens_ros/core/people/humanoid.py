@@ -32,7 +32,6 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 
-
 @dataclass(frozen=True)
 class BoneLengths:
     """Segment lengths of one body in metres (human_description's parameter names)."""
@@ -152,7 +151,7 @@ def joint_origins(lengths: np.ndarray) -> dict[str, np.ndarray]:
 
 @cache
 def _fk_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per joint: origin as a linear map of the lengths, rotation terms, angle column, parent/child."""
+    """Per joint: origin (linear in the lengths), rotation terms, angle column, parent, child."""
     names = [j.name for j in JOINTS]
     basis = np.stack([np.stack([joint_origins(np.eye(9)[i])[n] for n in names])
                       for i in range(9)], -1)  # (J, 3, 9): origins are linear in the lengths
