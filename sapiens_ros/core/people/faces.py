@@ -178,7 +178,8 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
     Similarity transforms ``(P, 2, 3)`` from image pixels to the 112x112 aligned face crop.
 
     Least squares (a similarity, no reflection; closed form in 2D) from the eyes, nose tip and
-    mouth corners; NaN where one of the five is scored under ``min_score``. Scale the matrix for another size.
+    mouth corners; NaN where one of the five is scored under ``min_score``. Scale the matrix for
+    another size.
     """
     src = np.asarray(keypoints, np.float64)[:, _aligned_indices()]  # (P, 5, 2)
     ok = (np.asarray(scores)[:, _aligned_indices()] >= min_score).all(1) & \

@@ -187,7 +187,8 @@ def _plan() -> _Plan:
     Stage the measured bones by dependency.
 
     A 'bend' bone needs its fallback, a 'parent' bone its parent. A bone's measured frame
-    ``F = frames(aim, side)`` gives its global ``F @ rest^T``, so a parent's axis ``G_p @ side_rest`` is ``F_p @ (rest_p^T side_rest)``.
+    ``F = frames(aim, side)`` gives its global ``F @ rest^T``, so a parent's axis
+    ``G_p @ side_rest`` is ``F_p @ (rest_p^T side_rest)``.
     """
     p = _points()
     rest = _rest_frames()
