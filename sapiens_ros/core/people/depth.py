@@ -27,6 +27,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import torch
 
+from .geometry import cross
 from ..errors import FrameError
 from ..media.image_codec import raw_rows
 
@@ -34,6 +35,7 @@ from ..media.image_codec import raw_rows
 DEPTH_ENCODINGS = {'16UC1': 1e-3, 'mono16': 1e-3, '32FC1': 1.0}
 #: Torso keypoints of the 308-keypoint format (left/right shoulder, left/right hip).
 TORSO = (5, 6, 9, 10)
+_TORSO = np.array(TORSO)
 
 
 def depth_to_metres(depth: np.ndarray | torch.Tensor, encoding: str,
@@ -204,21 +206,25 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     degenerate.
     """
     xyz = np.asarray(xyz, np.float64)
-    rot = np.tile(np.eye(3), (len(xyz), 1, 1))
+    rot = np.empty((len(xyz), 3, 3))
+    rot[:] = np.eye(3)
     ok = np.zeros(len(xyz), bool)
-    torso = xyz[:, list(TORSO)]  # (P, 4, 3): l_sh, r_sh, l_hip, r_hip
-    full = np.isfinite(torso).all(-1).all(1)
+    torso = xyz[:, _TORSO]  # (P, 4, 3): l_sh, r_sh, l_hip, r_hip
+    full = np.isfinite(torso).all((1, 2))
     if not full.any():
         return rot, ok
-    t = torso[full]
+    t = torso if full.all() else torso[full]
     up = (t[:, 0] + t[:, 1]) / 2 - (t[:, 2] + t[:, 3]) / 2
     left = (t[:, 0] - t[:, 1]) + (t[:, 2] - t[:, 3])
-    z = up / np.linalg.norm(up, axis=1, keepdims=True).clip(1e-9)
+    nu = np.sqrt((up * up).sum(1, keepdims=True))
+    z = up / np.maximum(nu, 1e-9)
     y = left - (left * z).sum(1, keepdims=True) * z
-    ny = np.linalg.norm(y, axis=1, keepdims=True)
-    good = (ny[:, 0] > 1e-6) & (np.linalg.norm(up, axis=1) > 1e-6)
-    y = y / ny.clip(1e-9)
-    axes = np.stack([np.cross(y, z), y, z], axis=-1)
+    ny = np.sqrt((y * y).sum(1, keepdims=True))
+    good = (ny[:, 0] > 1e-6) & (nu[:, 0] > 1e-6)
+    y = y / np.maximum(ny, 1e-9)
+    axes = np.stack([cross(y, z), y, z], axis=-1)
+    if good.all() and len(t) == len(xyz):
+        return axes, full
     rows = np.flatnonzero(full)[good]
     rot[rows], ok[rows] = axes[good], True
     return rot, ok

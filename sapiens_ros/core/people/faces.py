@@ -177,8 +177,9 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
     """
     Similarity transforms ``(P, 2, 3)`` from image pixels to the 112x112 aligned face crop.
 
-    Least squares (Umeyama, no reflection) from the eyes, nose tip and mouth corners; NaN
-    where one of the five is scored under ``min_score``. Scale the matrix for another size.
+    Least squares (a similarity, no reflection; closed form in 2D) from the eyes, nose tip and
+    mouth corners; NaN where one of the five is scored under ``min_score``. Scale the matrix for
+    another size.
     """
     src = np.asarray(keypoints, np.float64)[:, _aligned_indices()]  # (P, 5, 2)
     ok = (np.asarray(scores)[:, _aligned_indices()] >= min_score).all(1) & \
@@ -186,15 +187,11 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
     dst = ALIGNED_TEMPLATE
     sc, dc = src.mean(1), dst.mean(0)
     ds, dd = src - sc[:, None], dst - dc
-    cov = np.einsum('ni,pnj->pij', dd, ds) / 5  # dst x src
-    u, s, vt = np.linalg.svd(cov)
-    d = np.sign(np.linalg.det(u @ vt))
-    u[:, :, 1] *= d[:, None]
-    s[:, 1] *= d
-    rot = u @ vt
-    var = (ds ** 2).sum((1, 2)) / 5
-    scale = s.sum(1) / np.maximum(var, 1e-12)
-    a = scale[:, None, None] * rot
+    # in 2D the best rotation and scale are closed-form: a = s cos, b = s sin
+    var = np.maximum((ds * ds).sum((1, 2)), 1e-12)
+    a = (ds * dd).sum((1, 2)) / var
+    b = (ds[..., 0] * dd[:, 1] - ds[..., 1] * dd[:, 0]).sum(1) / var
+    a = np.stack([np.stack([a, -b], -1), np.stack([b, a], -1)], 1)
     t = dc - np.einsum('pij,pj->pi', a, sc)
     out = np.concatenate([a, t[..., None]], -1)
     out[~ok] = np.nan

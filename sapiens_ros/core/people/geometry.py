@@ -21,15 +21,15 @@ import numpy as np
 
 def unit(v: np.ndarray, eps: float = 1e-9) -> np.ndarray:
     """``v (..., 3)`` scaled to unit length (zero vectors stay zero, NaN stays NaN)."""
-    n = np.sqrt(np.einsum('...i,...i->...', v, v))[..., None]
-    return v / np.maximum(n, eps)
+    return v / np.maximum(np.sqrt((v * v).sum(-1, keepdims=True)), eps)
+
+
+_P, _Q = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Return ``a x b`` over the last axis (3), cheaper than ``np.cross`` on small arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -1)
+    return a[..., _P] * b[..., _Q] - a[..., _Q] * b[..., _P]
 
 
 def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -39,7 +39,7 @@ def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
     ``side'`` is ``side`` made orthogonal to ``aim``; both ``(..., 3)``, any length.
     """
     a = unit(aim)
-    s = unit(side - np.einsum('...i,...i->...', side, a)[..., None] * a)
+    s = unit(side - (side * a).sum(-1, keepdims=True) * a)
     return np.stack([a, s, cross(a, s)], axis=-1)
 
 
@@ -74,41 +74,45 @@ def _shepperd(m: np.ndarray) -> np.ndarray:
     return cand[np.arange(len(m)), best] / (2 * r[:, None])
 
 
+#: Signs of the diagonal in ``4 q_i^2 = 1 + sum(sign * diag)``, for x, y, z, w.
+_DIAG_SIGNS = np.array([[1.0, -1, -1], [-1, 1, -1], [-1, -1, 1], [1, 1, 1]]).T
+_DIAG, _SKEW_A, _SKEW_B = np.array([0, 4, 8]), np.array([7, 2, 3]), np.array([5, 6, 1])
+
+
 def matrix_to_quat(m: np.ndarray) -> np.ndarray:
     """Rotation matrices ``(..., 3, 3)`` to unit quaternions ``(..., 4)`` x, y, z, w, w >= 0."""
     m = np.asarray(m, np.float64)
     shape = m.shape[:-2]
-    m = m.reshape(-1, 3, 3)
-    d0, d1, d2 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
-    q = np.empty((len(m), 4))
-    q[:, 3] = np.sqrt(np.maximum(1 + d0 + d1 + d2, 0))
-    q[:, 0] = np.copysign(np.sqrt(np.maximum(1 + d0 - d1 - d2, 0)), m[:, 2, 1] - m[:, 1, 2])
-    q[:, 1] = np.copysign(np.sqrt(np.maximum(1 - d0 + d1 - d2, 0)), m[:, 0, 2] - m[:, 2, 0])
-    q[:, 2] = np.copysign(np.sqrt(np.maximum(1 - d0 - d1 + d2, 0)), m[:, 1, 0] - m[:, 0, 1])
+    f = m.reshape(-1, 9)
+    q = np.sqrt(np.maximum(1 + f[:, _DIAG] @ _DIAG_SIGNS, 0))
+    q[:, :3] = np.copysign(q[:, :3], f[:, _SKEW_A] - f[:, _SKEW_B])
     near_pi = q[:, 3] < 0.3  # the signs above are unreliable near a half turn
     if near_pi.any():
+        m = m.reshape(-1, 3, 3)
         q[near_pi] = _shepperd(m[near_pi])
         q[near_pi] *= np.where(q[near_pi, 3:] < 0, -1.0, 1.0)
-    q /= np.sqrt(np.einsum('ni,ni->n', q, q))[:, None]
+    q /= np.sqrt((q * q).sum(-1, keepdims=True))
     return q.reshape(shape + (4,))
+
+
+#: ``R.ravel() = (q outer q).ravel() @ _QUAT_TERMS`` for a unit quaternion x, y, z, w.
+_QUAT_TERMS = np.zeros((16, 9))
+for _r, _terms in enumerate((
+        ((0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, 1)), ((0, 1, 2), (2, 3, -2)),
+        ((0, 2, 2), (1, 3, 2)), ((0, 1, 2), (2, 3, 2)),
+        ((0, 0, -1), (1, 1, 1), (2, 2, -1), (3, 3, 1)), ((1, 2, 2), (0, 3, -2)),
+        ((0, 2, 2), (1, 3, -2)), ((1, 2, 2), (0, 3, 2)),
+        ((0, 0, -1), (1, 1, -1), (2, 2, 1), (3, 3, 1)))):
+    for _i, _j, _c in _terms:
+        _QUAT_TERMS[4 * _i + _j, _r] = _c
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Quaternions ``(..., 4)`` x, y, z, w to rotation matrices ``(..., 3, 3)``."""
     q = np.asarray(q, np.float64)
-    q = q / np.sqrt(np.einsum('...i,...i->...', q, q))[..., None]
-    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    out = np.empty(q.shape[:-1] + (3, 3))
-    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    out[..., 0, 1] = 2 * (x * y - z * w)
-    out[..., 0, 2] = 2 * (x * z + y * w)
-    out[..., 1, 0] = 2 * (x * y + z * w)
-    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    out[..., 1, 2] = 2 * (y * z - x * w)
-    out[..., 2, 0] = 2 * (x * z - y * w)
-    out[..., 2, 1] = 2 * (y * z + x * w)
-    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
-    return out
+    q = q / np.sqrt((q * q).sum(-1, keepdims=True))
+    outer = (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,))
+    return (outer @ _QUAT_TERMS).reshape(q.shape[:-1] + (3, 3))
 
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -119,8 +123,9 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """Rotations a fraction ``t`` of the way from ``a`` to ``b`` (shortest arc), batched."""
-    qa, qb = matrix_to_quat(a), matrix_to_quat(b)
-    dot = np.einsum('...i,...i->...', qa, qb)[..., None]
+    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    qa, qb = matrix_to_quat(np.stack([a, b]))
+    dot = (qa * qb).sum(-1, keepdims=True)
     qb = np.where(dot < 0, -qb, qb)
     theta = np.arccos(np.clip(np.abs(dot), 0, 1))
     t = np.asarray(t, np.float64)[..., None]

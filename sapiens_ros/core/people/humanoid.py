@@ -31,8 +31,6 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from .geometry import axis_rotations
-
 
 @dataclass(frozen=True)
 class BoneLengths:
@@ -153,16 +151,34 @@ def joint_origins(lengths: np.ndarray) -> dict[str, np.ndarray]:
 
 @cache
 def _fk_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per joint: origin as a linear map of the lengths, axis, angle column, parent/child."""
+    """Per joint: origin (linear in the lengths), rotation terms, angle column, parent, child."""
     names = [j.name for j in JOINTS]
     basis = np.stack([np.stack([joint_origins(np.eye(9)[i])[n] for n in names])
                       for i in range(9)], -1)  # (J, 3, 9): origins are linear in the lengths
     axes = np.array([j.axis for j in JOINTS], np.float64)
+    # Rodrigues: R = outer + cos (I - outer) + sin [axis]x, as 4x4 terms (the origin apart)
+    terms = np.zeros((3, len(JOINTS), 4, 4))
+    outer = axes[:, :, None] * axes[:, None, :]
+    terms[0, :, :3, :3], terms[0, :, 3, 3] = outer, 1
+    terms[1, :, :3, :3] = np.eye(3) - outer
+    terms[2, :, :3, :3] = np.cross(axes[:, None, :], -np.eye(3))  # [axis]x
     column = np.array([_REVOLUTE.get(j.name, -1) for j in JOINTS])
     link = {n: i for i, n in enumerate(LINK_NAMES)}
     parent = np.array([link[j.parent] for j in JOINTS])
     child = np.array([link[j.child] for j in JOINTS])
-    return basis, axes, column, parent, child
+    return basis.reshape(-1, 9).T.copy(), terms, column, parent, child
+
+
+@cache
+def _fk_levels() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Joints by depth in the tree: (joints, their parent links, their child links) per depth."""
+    _, _, _, parent, child = _fk_plan()
+    depth = {0: 0}
+    for p, c in zip(parent, child):  # parents before children
+        depth[c] = depth[p] + 1
+    joints = np.arange(len(JOINTS))
+    return [(joints[sel], parent[sel], child[sel]) for sel in
+            (np.array([depth[c] == d for c in child]) for d in range(1, max(depth.values()) + 1))]
 
 
 def joint_transforms(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -175,13 +191,12 @@ def joint_transforms(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """
     positions = np.asarray(positions, np.float64)
     batch = positions.shape[:-1]
-    lengths = np.broadcast_to(np.asarray(lengths, np.float64), batch + (9,))
-    basis, axes, column, _, _ = _fk_plan()
-    local = np.zeros(batch + (len(JOINTS), 4, 4))
-    local[..., 3, 3] = 1
-    local[..., :3, 3] = np.einsum('jkl,...l->...jk', basis, lengths)
-    angle = np.where(column >= 0, positions[..., np.maximum(column, 0)], 0.0)
-    local[..., :3, :3] = axis_rotations(axes, angle)
+    lengths = np.asarray(lengths, np.float64)
+    basis, terms, column, _, _ = _fk_plan()
+    angle = np.where(column >= 0, positions[..., np.maximum(column, 0)], 0.0)[..., None, None]
+    local = terms[0] + np.cos(angle) * terms[1] + np.sin(angle) * terms[2]
+    local[..., :3, 3] = np.broadcast_to(lengths @ basis, batch + (basis.shape[1],)).reshape(
+        batch + (len(JOINTS), 3))
     return local
 
 
@@ -197,11 +212,10 @@ def forward_kinematics(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray
 
 def links_from_joints(local: np.ndarray) -> np.ndarray:
     """Link poses in the body frame from :func:`joint_transforms` ``(..., J, 4, 4)``."""
-    _, _, _, parent, child = _fk_plan()
     poses = np.empty(local.shape[:-3] + (len(LINK_NAMES), 4, 4))
     poses[..., 0, :, :] = np.eye(4)
-    for j in range(len(JOINTS)):  # parents before children
-        poses[..., child[j], :, :] = poses[..., parent[j], :, :] @ local[..., j, :, :]
+    for joints, parent, child in _fk_levels():  # parents before children
+        poses[..., child, :, :] = poses[..., parent, :, :] @ local[..., joints, :, :]
     return poses
 
 

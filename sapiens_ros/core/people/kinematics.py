@@ -67,6 +67,7 @@ def _index() -> np.ndarray:
 
 
 _K = {n: i for i, n in enumerate(_NAMES)}
+_NAN3, _NAN20, _NAN23 = np.full(3, np.nan), np.full(20, np.nan), np.full((2, 3), np.nan)
 _DEFAULT = BoneLengths().array()
 _J = {n: i for i, n in enumerate(JOINT_NAMES)}
 _ARM = {'l': [_J['l_y_shoulder'], _J['l_p_shoulder'], _J['l_r_shoulder']],
@@ -80,32 +81,34 @@ _SIGNS = {'arm_l': np.array([-1.0, 1, 1]), 'arm_r': np.array([1.0, -1, -1]),
           'head': np.array([1.0, 1, -1])}
 
 
-def _euler(m: np.ndarray, seq: str) -> tuple[np.ndarray, np.ndarray]:
-    """Both intrinsic Euler solutions ``(N, 2, 3)`` of ``m (N, 3, 3)`` for 'ZXZ', 'ZXY', 'XZY'."""
+def _euler(m: np.ndarray, seq: str) -> np.ndarray:
+    """Both intrinsic Euler solutions ``(..., 2, 3)`` of ``m (..., 3, 3)``: 'ZXZ', 'ZXY', 'XZY'."""
+    out = np.empty(m.shape[:-2] + (2, 3))
     if seq == 'ZXZ':
-        b = np.arccos(np.clip(m[:, 2, 2], -1, 1))
-        a, c = np.arctan2(m[:, 0, 2], -m[:, 1, 2]), np.arctan2(m[:, 2, 0], m[:, 2, 1])
-        alt = (a + np.pi, -b, c + np.pi)
+        b = np.arccos(np.clip(m[..., 2, 2], -1, 1))
+        a, c = np.arctan2(m[..., 0, 2], -m[..., 1, 2]), np.arctan2(m[..., 2, 0], m[..., 2, 1])
+        out[..., 1, 1] = -b
     elif seq == 'ZXY':
-        b = np.arcsin(np.clip(m[:, 2, 1], -1, 1))
-        a, c = np.arctan2(-m[:, 0, 1], m[:, 1, 1]), np.arctan2(-m[:, 2, 0], m[:, 2, 2])
-        alt = (a + np.pi, np.pi - b, c + np.pi)
+        b = np.arcsin(np.clip(m[..., 2, 1], -1, 1))
+        a, c = np.arctan2(-m[..., 0, 1], m[..., 1, 1]), np.arctan2(-m[..., 2, 0], m[..., 2, 2])
+        out[..., 1, 1] = np.pi - b
     else:  # XZY
-        b = np.arcsin(np.clip(-m[:, 0, 1], -1, 1))
-        a, c = np.arctan2(m[:, 2, 1], m[:, 1, 1]), np.arctan2(m[:, 0, 2], m[:, 0, 0])
-        alt = (a + np.pi, np.pi - b, c + np.pi)
-    return wrap(np.stack([np.stack([a, b, c], -1), np.stack(alt, -1)], 1))
+        b = np.arcsin(np.clip(-m[..., 0, 1], -1, 1))
+        a, c = np.arctan2(m[..., 2, 1], m[..., 1, 1]), np.arctan2(m[..., 0, 2], m[..., 0, 0])
+        out[..., 1, 1] = np.pi - b
+    out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = a, b, c
+    out[..., 1, 0], out[..., 1, 2] = a + np.pi, c + np.pi
+    return wrap(out)
 
 
-def _into_range(th: np.ndarray, cols: list[int]) -> np.ndarray:
-    """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer the limits of ``cols``."""
-    lo, hi = LOWER[cols], UPPER[cols]  # the shoulder and hip abduction reach 3.3 rad
-    best = th
-    for shift in (2 * np.pi, -2 * np.pi):
-        moved = th + shift
-        nearer = _outside(moved, lo, hi) < _outside(best, lo, hi)
-        best = np.where(nearer, moved, best)
-    return best
+_SHIFTS = np.array([0.0, 2 * np.pi, -2 * np.pi])
+
+
+def _into_range(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer their limits ``lo, hi``."""
+    # the shoulder and hip abduction reach 3.3 rad; ties keep the first of 0, +2 pi, -2 pi
+    moved = th + _SHIFTS.reshape((3,) + (1,) * th.ndim)
+    return th + _SHIFTS[np.argmin(_outside(moved, lo, hi), 0)]
 
 
 def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -113,14 +116,13 @@ def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.maximum(lo - th, 0) + np.maximum(th - hi, 0)
 
 
-def _choose(cands: np.ndarray, cols: list[int], prev: np.ndarray | None) -> np.ndarray:
-    """Pick the candidate ``(N, 2, 3)`` least outside the limits, then nearest ``prev``."""
-    lo, hi = LOWER[cols], UPPER[cols]
-    cands = _into_range(cands, cols)
+def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    """Pick the candidate ``(..., 2, 3)`` least outside the limits, then nearest ``prev``."""
+    lo, hi = lo[..., None, :], hi[..., None, :]
+    cands = _into_range(cands, lo, hi)
     cost = _outside(cands, lo, hi).sum(-1)
-    if prev is not None:
-        cost = cost + 0.05 * np.abs(wrap(cands - prev[:, None])).sum(-1)
-    return cands[np.arange(len(cands)), np.argmin(cost, 1)]
+    cost += 0.05 * np.abs(wrap(cands - prev[..., None, :])).sum(-1)
+    return np.take_along_axis(cands, np.argmin(cost, -1)[..., None, None], -2)[..., 0, :]
 
 
 _PAIRS = np.array([[_K[a], _K[b]] for a, b in (
@@ -278,16 +280,21 @@ class BodyKinematics:
         pts = xyz[rows][:, _index()]
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
         local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
-        head_b = sell_b = None
+        head_b = None
         hv = np.zeros(len(rows), bool)
-        if head is not None and head_valid is not None and sellion is not None:
+        have_head = head is not None and head_valid is not None and sellion is not None
+        if have_head:
             hv = np.asarray(head_valid, bool)[rows]
-            head_b = np.einsum('bji,bjk->bik', R, np.asarray(head, np.float64)[rows])
-            sell_b = np.einsum('bji,bj->bi', R, np.asarray(sellion, np.float64)[rows] - origin)
-            sell_b[~hv] = np.nan
-        measured = measure_lengths(local, head_b, sell_b)
-
+            head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64)[rows]
         tracks = [self.tracks.setdefault(int(i), _Track()) for i in ids[rows]]
+        measured = None
+        if any(t.lengths is None for t in tracks):  # still calibrating: this frame's lengths
+            sell_b = None
+            if have_head:
+                sell_b = np.einsum('bji,bj->bi', R,
+                                   np.asarray(sellion, np.float64)[rows] - origin)
+                sell_b[~hv] = np.nan
+            measured = measure_lengths(local, head_b, sell_b)
         new_urdf, lengths, calibrated = [], np.empty((len(rows), 9)), np.zeros(len(rows), bool)
         for b, t in enumerate(tracks):
             if t.lengths is None and np.isfinite(measured[b]).any():
@@ -297,26 +304,29 @@ class BodyKinematics:
             if froze:
                 new_urdf.append(int(ids[rows[b]]))
 
-        prev = np.stack([t.angles if t.angles is not None else np.full(20, np.nan)
-                         for t in tracks])
-        angles, solved, sides = _solve(local, head_b, hv, prev,
-                                       [t.arm_side for t in tracks])
+        prev = np.stack([t.angles if t.angles is not None else _NAN20 for t in tracks])
+        last = np.stack([t.arm_side if t.arm_side is not None else _NAN23 for t in tracks])
+        angles, solved, sides = _solve(local, head_b, hv, prev, last)
         out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
         out = np.clip(out, LOWER, UPPER)
-        velocity = np.zeros((len(rows), 3))
+        dt = stamp - np.array([t.stamp for t in tracks])
+        moved = dt > 0
+        with np.errstate(invalid='ignore', divide='ignore'):
+            if cfg.smoothing > 0:  # between two angles within the limits
+                a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
+                out = np.where((moved & np.isfinite(prev[:, 0]))[:, None],
+                               prev + a * (out - prev), out)
+            pos = np.stack([t.position if t.position is not None else _NAN3 for t in tracks])
+            vel = np.stack([t.velocity for t in tracks])
+            raw = (origin - pos) / dt[:, None]
+            a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] \
+                if cfg.velocity_smoothing else 1
+            vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
+        velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
+        kept, pos = out.copy(), origin.copy()
         for b, t in enumerate(tracks):
-            dt = stamp - t.stamp
-            if t.angles is not None and cfg.smoothing > 0 and dt > 0:
-                a = 1.0 - np.exp(-dt / cfg.smoothing)  # between two angles within the limits
-                out[b] = t.angles + a * (out[b] - t.angles)
-            t.angles = out[b].copy()
-            t.arm_side = sides[b]
-            if t.position is not None and dt > 0:
-                raw = (origin[b] - t.position) / dt
-                a = 1.0 - np.exp(-dt / cfg.velocity_smoothing) if cfg.velocity_smoothing else 1
-                t.velocity = t.velocity + a * (raw - t.velocity)
-            t.position, t.stamp = origin[b].copy(), stamp
-            velocity[b] = R[b].T @ t.velocity
+            t.angles, t.arm_side, t.velocity, t.position = kept[b], sides[b], vel[b], pos[b]
+            t.stamp = stamp
         local = joint_transforms(lengths, out)
         links = links_from_joints(local)
         return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
@@ -339,74 +349,71 @@ def _empty() -> KinematicsFrame:
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
-    perp = f - np.einsum('...i,...i->...', f, u)[..., None] * u
-    n = np.sqrt(np.einsum('...i,...i->...', perp, perp))[..., None]
+    perp = f - (f * u).sum(-1, keepdims=True) * u
+    n = np.sqrt((perp * perp).sum(-1, keepdims=True))
     w = 0.1 * np.clip(1 - n / 0.1, 0, 1)
-    fb = unit(fallback - np.einsum('...i,...i->...', fallback, u)[..., None] * u)
+    fb = unit(fallback - (fallback * u).sum(-1, keepdims=True) * u)
     return perp + w * fb
 
 
-#: Keypoints of the left and right limbs: (root, middle, end) for arms and legs.
-_LIMBS = {'arm': [[_K[f'{s}_{n}'] for n in ('shoulder', 'elbow', 'wrist')]
-                  for s in ('left', 'right')],
-          'leg': [[_K[f'{s}_{n}'] for n in ('hip', 'knee', 'ankle')] for s in ('left', 'right')]}
-_TOES = [[_K[f'{s}_big_toe'], _K[f'{s}_small_toe']] for s in ('left', 'right')]
-_MIDDLE = {'arm': [_J['l_elbow'], _J['r_elbow']], 'leg': [_J['l_knee'], _J['r_knee']]}
-_SIGN2 = {'arm': np.stack([_SIGNS['arm_l'], _SIGNS['arm_r']]),
-          'leg': np.stack([_SIGNS['leg_l'], _SIGNS['leg_r']])}
-_COLS = {'arm': np.array([_ARM['l'], _ARM['r']]), 'leg': np.array([_LEG['l'], _LEG['r']])}
+#: Keypoints (root, middle, end) of the left and right arms, then legs.
+_LIMBS = np.array([[_K[f'{s}_{n}'] for n in names] for names in
+                   (('shoulder', 'elbow', 'wrist'), ('hip', 'knee', 'ankle'))
+                   for s in ('left', 'right')])
+_TOES = np.array([[_K[f'{s}_big_toe'], _K[f'{s}_small_toe']] for s in ('left', 'right')])
+_MIDDLE = np.array([_J['l_elbow'], _J['r_elbow'], _J['l_knee'], _J['r_knee']])
+#: Chains: left and right arm, left and right leg, head; their joints, signs, limits.
+_COLS = np.array([_ARM['l'], _ARM['r'], _LEG['l'], _LEG['r'], _HEAD])
+_SIGN5 = np.stack([_SIGNS['arm_l'], _SIGNS['arm_r'], _SIGNS['leg_l'], _SIGNS['leg_r'],
+                   _SIGNS['head']])[:, None]  # (5, 1, 3)
+_LO, _HI = LOWER[_COLS], UPPER[_COLS]
+_BEND_SIGN = np.array([1.0, 1, -1, -1])[:, None]  # legs: the shin bends to -x
+_FWD = np.array([1.0, 0, 0])
+_ROLL = np.array([1.0, -1.0])
 
 
 def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
-           prev: np.ndarray, arm_sides: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Joint angles ``(B, 20)``, which were solved ``(B, 20)``, each arm's bend ``(B, 2, 3)``."""
+           prev: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Joint angles ``(B, 20)``, which were solved ``(B, 20)``, each arm's bend ``(B, 2, 3)``.
+
+    ``last (B, 2, 3)``: each upper arm's last bend direction (NaN: none yet).
+    """
     B = len(local)
     angles = np.zeros((B, 20))
     solved = np.zeros((B, 20), bool)
     has_prev = np.isfinite(prev).all(1)
-    fwd = np.array([1.0, 0, 0])
-    last = np.stack([a if a is not None else np.full((2, 3), np.nan) for a in arm_sides])
-    last = np.where(np.isfinite(last), last, fwd)  # (B, 2, 3)
-    sides = last
-    for limb in ('arm', 'leg'):  # both sides at once: (B, 2, ...)
-        idx = np.array(_LIMBS[limb])
-        root, mid, end = local[:, idx[:, 0]], local[:, idx[:, 1]], local[:, idx[:, 2]]
-        u, f = unit(mid - root), unit(end - mid)
-        if limb == 'arm':
-            # R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x
-            bend = _bend_side(u, f, last)
-            m = frames(-u, bend)[..., [1, 2, 0]]
-            seq = 'ZXZ'
-        else:
-            # R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
-            toes = local[:, np.array(_TOES)].mean(2)
-            foot = np.where(np.isfinite(toes - end), toes - end, fwd)
-            m = frames(-u, -_bend_side(u, f, -foot))[..., [1, 2, 0]]
-            seq = 'ZXY'
-        ok = np.isfinite(m).all((-1, -2))  # (B, 2)
-        cols = _COLS[limb]  # (2, 3)
-        p = np.where(has_prev[:, None, None], prev[:, cols], 0.0)  # (B, 2, 3)
-        cand = _euler(np.nan_to_num(m).reshape(-1, 3, 3), seq).reshape(B, 2, 2, 3)
-        cand = cand * _SIGN2[limb][None, :, None]
-        th = _choose(cand.reshape(-1, 2, 3), list(cols[0]), p.reshape(-1, 3)).reshape(B, 2, 3)
-        if limb == 'arm':
-            ref = np.where(has_prev[:, None], p[..., 0], th[..., 0])  # new track: as measured
-            r = np.array([1.0, -1.0])
-            th = _into_range(_unsingular(np.nan_to_num(m).reshape(-1, 3, 3), th.reshape(-1, 3),
-                                         ref.reshape(-1), np.tile(r, B)),
-                             list(cols[0])).reshape(B, 2, 3)
-            sides = np.where(ok[..., None], unit(bend), last)
-        bent = np.arccos(np.clip(np.einsum('bsi,bsi->bs', u, f), -1, 1))
-        angles[:, cols] = th
-        angles[:, _MIDDLE[limb]] = bent if limb == 'arm' else -bent
-        solved[:, cols] = ok[..., None]
-        solved[:, _MIDDLE[limb]] = ok
-    if head is not None and head_valid.any():
-        # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-        p = np.where(has_prev[:, None], prev[:, _HEAD], 0.0)
-        th = _choose(_euler(np.nan_to_num(head), 'XZY') * _SIGNS['head'], _HEAD, p)
-        angles[:, _HEAD] = th
+    last = np.where(np.isfinite(last), last, _FWD)  # (B, 2, 3)
+    pts = local[:, _LIMBS]  # (B, 4, 3, 3): arms then legs, both sides at once
+    root, mid, end = pts[:, :, 0], pts[:, :, 1], pts[:, :, 2]
+    u, f = unit(mid - root), unit(end - mid)
+    toes = local[:, _TOES].mean(2) - end[:, 2:]
+    foot = np.where(np.isfinite(toes), toes, _FWD)
+    # arms: R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x;
+    # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
+    bend = _bend_side(u, f, np.concatenate([last, -foot], 1))
+    m = frames(-u, _BEND_SIGN * bend)[..., [1, 2, 0]]
+    ok = np.isfinite(m).all((-1, -2))  # (B, 4)
+    m = np.where(np.isnan(m), 0.0, m)
+    hm = np.eye(3)[None] if head is None else np.where(np.isnan(head), 0.0, head)
+    # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
+    cand = np.concatenate([_euler(m[:, :2], 'ZXZ'), _euler(m[:, 2:], 'ZXY'),
+                           np.broadcast_to(_euler(hm, 'XZY')[:, None], (B, 1, 2, 3))], 1)
+    p = np.where(has_prev[:, None, None], prev[:, _COLS], 0.0)  # (B, 5, 3)
+    th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
+    ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
+    th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
+    sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
+    bent = np.arccos(np.clip((u * f).sum(-1), -1, 1))
+    if head is None or not head_valid.any():
+        th, cols = th[:, :4], _COLS[:4]
+    else:
+        cols = _COLS
         solved[:, _HEAD] = head_valid[:, None]
+    angles[:, cols] = th
+    angles[:, _MIDDLE] = bent * _BEND_SIGN[:, 0]
+    solved[:, _COLS[:4]] = ok[..., None]
+    solved[:, _MIDDLE] = ok
     solved[:, _J['waist']] = True  # the body frame follows the torso: always 0
     angles = np.where(np.isfinite(angles), angles, 0.0)
     return angles, solved, sides
@@ -415,18 +422,18 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
 def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
                 r: np.ndarray) -> np.ndarray:
     """
-    Arm angles ``(N, 3)`` near the arm-down singularity: the yaw is held towards ``yaw_ref``.
+    Arm angles ``(..., 3)`` near the arm-down singularity: the yaw is held towards ``yaw_ref``.
 
     With the arm nearly straight down, yaw and roll turn about the same axis and only their
     difference is measured; the yaw blends to its reference and the rest is solved exactly.
-    ``r (N,)``: +1 left arm, -1 right arm.
+    ``m (..., 3, 3)``; ``r (...,)``: +1 left arm, -1 right arm (broadcast).
     """
-    near = np.abs(np.sin(th[:, 1])) < 0.1
+    near = np.abs(np.sin(th[..., 1])) < 0.1
     if not near.any():
         return th
     w = np.abs(np.sin(th[near, 1])) / 0.1
     yaw = yaw_ref[near] + w * wrap(th[near, 0] - yaw_ref[near])
-    r = r[near]
+    r = np.broadcast_to(r, near.shape)[near]
     c, s = np.cos(r * yaw), np.sin(r * yaw)
     rz = np.zeros((len(yaw), 3, 3))
     rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1

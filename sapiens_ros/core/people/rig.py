@@ -44,7 +44,7 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import frames, matrix_to_quat, slerp_matrices, unit
+from .geometry import cross, frames, matrix_to_quat, slerp_matrices, unit
 from ..models.metadata import keypoint_info
 
 #: Rotation of VRM model space in ``body_<id>``: columns are the model's X, Y, Z in body axes.
@@ -145,33 +145,6 @@ def _points() -> dict[str, int]:
 
 
 @cache
-def _plan() -> list[tuple[str, list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                          np.ndarray, np.ndarray]]:
-    """Stages of bones computed together: (mode, bones, aim from/to, side from/to, rests)."""
-    p = _points()
-    level = {}
-    for b in BONES:
-        level[b.name] = 0 if b.parent is None else level[b.parent] + 1
-    order = {'points': 0, 'bend': 1, 'parent': 2}
-    groups: dict[tuple[int, int], list[Bone]] = {}
-    for b in BONES:
-        if b.mode in order:
-            key = (order[b.mode], level[b.name] if b.mode == 'parent' else 0)
-            groups.setdefault(key, []).append(b)
-    plan = []
-    for key in sorted(groups):
-        bs = groups[key]
-        idx = [_B[b.name] for b in bs]
-        a = np.array([[p[b.aim[0]], p[b.aim[1]]] for b in bs])
-        s = np.array([[p[b.side[0]], p[b.side[1]]] if b.side[0] else [0, 0] for b in bs])
-        plan.append((bs[0].mode, idx, a, s, np.array([b.aim_rest for b in bs], np.float64),
-                     np.array([b.side_rest for b in bs], np.float64),
-                     np.array([_B[b.fallback] if b.fallback else 0 for b in bs]),
-                     np.array([_B[b.parent] if b.parent else 0 for b in bs])))
-    return plan
-
-
-@cache
 def _rest_frames() -> np.ndarray:
     """``frames(aim_rest, side_rest)`` per bone ``(N, 3, 3)`` (identity where unused)."""
     out = np.tile(np.eye(3), (len(BONES), 1, 1))
@@ -180,6 +153,75 @@ def _rest_frames() -> np.ndarray:
             out[_B[b.name]] = frames(np.asarray(b.aim_rest, float),
                                      np.asarray(b.side_rest, float))
     return out
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """Bones measured together (their inputs come from earlier stages), in ``_Plan.bones``."""
+
+    rows: slice  # of _Plan.bones
+    sides: slice  # of _Plan.pairs' sides: the 'bend' bones' next segments, the 'points' sides
+    bend: int  # the first ``bend`` bones are 'bend' bones, the rest 'points' or 'parent'
+    points: bool  # the rest are 'points' bones (else 'parent')
+    fallback: np.ndarray  # (bend,) the bone whose axis serves a straight bend bone
+    fallback_axis: np.ndarray  # (bend, 3) that axis in the fallback's measured frame
+    side_rest: np.ndarray  # (bend, 3) the bend bones' side at rest (fallback not measured)
+    parent: np.ndarray  # (n - bend,) parents of the 'parent' bones
+    parent_axis: np.ndarray  # (n - bend, 3) their side axis in the parent's measured frame
+    hold: np.ndarray  # (n,) where an unmeasured bone's global comes from (N: identity)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The bones measured from keypoints, in stages; the rest follow from them."""
+
+    bones: np.ndarray  # (M,) bone indices, stage after stage
+    pairs: np.ndarray  # (M + S, 2) points from / to: each bone's aim, then the stages' sides
+    stages: tuple[_Stage, ...]
+    rest_t: np.ndarray  # (M, 3, 3) transposed rest frames of ``bones``
+
+
+@cache
+def _plan() -> _Plan:
+    """
+    Stage the measured bones by dependency.
+
+    A 'bend' bone needs its fallback, a 'parent' bone its parent. A bone's measured frame
+    ``F = frames(aim, side)`` gives its global ``F @ rest^T``, so a parent's axis
+    ``G_p @ side_rest`` is ``F_p @ (rest_p^T side_rest)``.
+    """
+    p = _points()
+    rest = _rest_frames()
+    measured = [b for b in BONES if b.mode in ('points', 'bend', 'parent')]
+    depth: dict[str, int] = {}
+    for b in measured:  # parents before children
+        depth[b.name] = {'points': 0, 'bend': depth.get(b.fallback, 0) + 1}.get(
+            b.mode, depth.get(b.parent, 0) + 1)
+    stages, order, sides = [], [], []
+    for d in sorted(set(depth.values())):
+        bend = [b for b in measured if depth[b.name] == d and b.mode == 'bend']
+        rest_bs = [b for b in measured if depth[b.name] == d and b.mode != 'bend']
+        modes = {b.mode for b in rest_bs}
+        assert len(modes) <= 1 and not (bend and 'points' in modes)
+        bs = bend + rest_bs
+        par = [b for b in rest_bs if b.mode == 'parent']
+        hold = [len(BONES) if b.mode == 'points' or b.parent not in depth else _B[b.parent]
+                for b in bs]
+        n_sides = len(bend) + (len(rest_bs) if 'points' in modes else 0)
+        stages.append(_Stage(
+            slice(len(order), len(order) + len(bs)), slice(len(sides), len(sides) + n_sides),
+            len(bend), 'points' in modes,
+            np.array([_B[b.fallback] for b in bend], np.int64),
+            np.array([rest[_B[b.fallback]].T @ b.side_rest for b in bend]).reshape(-1, 3),
+            np.array([b.side_rest for b in bend], np.float64).reshape(-1, 3),
+            np.array([_B[b.parent] for b in par], np.int64),
+            np.array([rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 3),
+            np.array(hold, np.int64)))
+        order += bs
+        sides += [[p[b.side[0]], p[b.side[1]]] for b in bs if b.mode in ('bend', 'points')]
+    bones = np.array([_B[b.name] for b in order], np.int64)
+    pairs = np.array([[p[b.aim[0]], p[b.aim[1]]] for b in order] + sides)
+    return _Plan(bones, pairs, tuple(stages), np.swapaxes(rest[bones], -1, -2).copy())
 
 
 @cache
@@ -192,9 +234,21 @@ def _derived_bones() -> tuple[list[int], list[int], list[int], np.ndarray, list[
     """Slerped bones (index, from, to, t) and rest bones (index, parent)."""
     sl = [b for b in BONES if b.mode == 'slerp']
     rest = [b for b in BONES if b.mode == 'rest']
+    assert not any(BONES[_B[b.parent]].mode == 'rest' for b in rest)
     return ([_B[b.name] for b in sl], [_B[b.aim[0]] for b in sl], [_B[b.aim[1]] for b in sl],
             np.array([b.t for b in sl]), [_B[b.name] for b in rest],
             [_B[b.parent] for b in rest])
+
+
+@cache
+def _levels() -> list[tuple[np.ndarray, np.ndarray]]:
+    """Bones with a parent by depth in the tree: (bones, their parents) per depth."""
+    depth = {}
+    for b in BONES:
+        depth[b.name] = 0 if b.parent is None else depth[b.parent] + 1
+    return [(np.array([_B[b.name] for b in BONES if depth[b.name] == d]),
+             np.array([_B[b.parent] for b in BONES if depth[b.name] == d]))
+            for d in range(1, max(depth.values()) + 1)]
 
 
 @dataclass
@@ -221,57 +275,82 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     """
     xyz = np.asarray(xyz, np.float64)
     B, N = len(xyz), len(BONES)
+    plan = _plan()
     model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY  # model axes in the camera
-    pts = np.einsum('bji,bkj->bki', model, xyz - np.asarray(origin, np.float64)[:, None])
-    derived = np.stack([(pts[:, _points()[a]] + pts[:, _points()[b]]) / 2
-                        for a, b in _DERIVED.values()], 1)
-    pts = np.concatenate([pts, derived], 1)
-    G = np.tile(np.eye(3), (B, N, 1, 1))
+    pts = (xyz - np.asarray(origin, np.float64)[:, None]) @ model  # (B, 308, 3) model space
+    ext = _extension()  # the derived points are midpoints
+    ends = (pts[:, ext[0][plan.pairs]] + pts[:, ext[1][plan.pairs]]) / 2  # (B, M + S, 2, 3)
+    d = ends[:, :, 1] - ends[:, :, 0]
+    M = len(plan.bones)
+    aim, side_pts = unit(d[:, :M]), d[:, M:]  # (B, M, 3), (B, S, 3)
+    # F: each measured bone's frame, columns aim, side, aim x side (model space)
+    F = np.empty((B, N, 3, 3))
     valid = np.zeros((B, N), bool)
-    rest = _rest_frames()
-    for mode, idx, a, s, aim_rest, side_rest, fallback, parent in _plan():
-        aim = pts[:, a[:, 1]] - pts[:, a[:, 0]]  # (B, n, 3)
-        if mode == 'points':
-            side = pts[:, s[:, 1]] - pts[:, s[:, 0]]
-        elif mode == 'bend':
+    for st in plan.stages:
+        idx = plan.bones[st.rows]
+        a = aim[:, st.rows]
+        parts = []
+        if st.bend:
             # the next segment's direction off this one; the fallback bone's axis when straight
-            nxt = unit(pts[:, s[:, 1]] - pts[:, s[:, 0]])
-            u = unit(aim)
+            nxt = unit(side_pts[:, st.sides][:, :st.bend])
+            u = a[:, :st.bend]
             perp = nxt - (nxt * u).sum(-1, keepdims=True) * u
-            fb = np.einsum('bnij,nj->bni', G[:, fallback], side_rest)
-            fb = np.where(valid[:, fallback, None], fb, side_rest)  # else: rest axis
+            fb = (F[:, st.fallback] @ st.fallback_axis[:, :, None])[..., 0]
+            fb = np.where(valid[:, st.fallback, None], fb, st.side_rest)  # else: rest axis
             fb = unit(fb - (fb * u).sum(-1, keepdims=True) * u)
-            n = np.sqrt(np.einsum('bni,bni->bn', perp, perp))[..., None]
-            side = perp + 0.1 * np.clip(1 - n / 0.1, 0, 1) * fb
-        else:  # parent: the parent's axis
-            side = np.einsum('bnij,nj->bni', G[:, parent], side_rest)
-        cur = frames(aim, side)  # (B, n, 3, 3)
+            n = np.sqrt((perp * perp).sum(-1, keepdims=True))
+            parts.append(perp + 0.1 * np.clip(1 - n / 0.1, 0, 1) * fb)
+        if st.points:
+            parts.append(side_pts[:, st.sides])
+        elif len(st.parent):  # the parent's axis
+            parts.append((F[:, st.parent] @ st.parent_axis[:, :, None])[..., 0])
+        side = parts[0] if len(parts) == 1 else np.concatenate(parts, 1)
+        s = unit(side - (side * a).sum(-1, keepdims=True) * a)
+        cur = np.stack([a, s, cross(a, s)], -1)
+        F[:, idx] = cur
         ok = np.isfinite(cur).all((-1, -2))
-        if mode == 'parent':
-            ok &= valid[:, parent]
-        G[:, idx] = np.where(ok[..., None, None], cur @ np.swapaxes(rest[idx], -1, -2),
-                             G[:, parent] if mode != 'points' else np.eye(3))
+        if len(st.parent):
+            ok[:, st.bend:] &= valid[:, st.parent]
         valid[:, idx] = ok
+    G = np.empty((B, N + 1, 3, 3))  # the last: identity, what unmeasured 'points' bones hold
+    G[:] = np.eye(3)
+    G[:, plan.bones] = F[:, plan.bones] @ plan.rest_t
+    if not valid[:, plan.bones].all():  # unmeasured bones hold their parent's global
+        for st in plan.stages:
+            idx = plan.bones[st.rows]
+            G[:, idx] = np.where(valid[:, idx, None, None], G[:, idx], G[:, st.hold])
+    hb, uc = _B['head'], _B['upperChest']
     if head is not None and head_valid is not None:
-        h = np.einsum('bji,bjk->bik', model, np.asarray(head, np.float64)) @ MODEL_FROM_BODY
+        h = np.swapaxes(model, -1, -2) @ np.asarray(head, np.float64) @ MODEL_FROM_BODY
         hv = np.asarray(head_valid, bool)
-        G[:, _B['head']] = np.where(hv[:, None, None], h, G[:, _B['upperChest']])
-        valid[:, _B['head']] = hv
+        G[:, hb] = np.where(hv[:, None, None], h, G[:, uc])
+        valid[:, hb] = hv
     else:
-        G[:, _B['head']] = G[:, _B['upperChest']]
+        G[:, hb] = G[:, uc]
     sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
     G[:, sl] = slerp_matrices(G[:, lo], G[:, hi], np.broadcast_to(t, (B, len(t))))
     valid[:, sl] = valid[:, lo] & valid[:, hi]
-    for i, p in zip(rest_bones, rest_parents):  # a handful, parents first
-        G[:, i], valid[:, i] = G[:, p], valid[:, p]
+    G[:, rest_bones], valid[:, rest_bones] = G[:, rest_parents], valid[:, rest_parents]
+    G = G[:, :N]
     PG = G[:, _parents()]
     PG[:, 0] = np.eye(3)  # the hips' parent is model space
     local = np.swapaxes(PG, -1, -2) @ G
     q = matrix_to_quat(local)
-    q[~valid] = (0, 0, 0, 1)
     if not valid.all():  # bones at rest: their globals follow from their parents'
+        q[~valid] = (0, 0, 0, 1)
         G = rig_globals(np.where(valid[..., None, None], local, np.eye(3)))
     return RigPose(q, G, valid)
+
+
+@cache
+def _extension() -> tuple[np.ndarray, np.ndarray]:
+    """Each extended point as the mean of two keypoints (a keypoint: itself twice)."""
+    names = keypoint_info().names
+    index = {n: i for i, n in enumerate(names)}
+    a, b = np.arange(len(names) + len(_DERIVED)), np.arange(len(names) + len(_DERIVED))
+    for i, (x, y) in enumerate(_DERIVED.values()):
+        a[len(names) + i], b[len(names) + i] = index[x], index[y]
+    return a, b
 
 
 #: T-pose positions (model space, m, left side; the right mirrors x) of the points a synthetic
@@ -327,9 +406,8 @@ def _rest_points() -> list[tuple[str, np.ndarray, str, str]]:
 def rig_globals(local: np.ndarray) -> np.ndarray:
     """Model-space rotations ``(B, N, 3, 3)`` of local rotations ``(B, N, 3, 3)``."""
     G = np.array(local, np.float64)
-    for i, b in enumerate(BONES):
-        if b.parent:
-            G[:, i] = G[:, _B[b.parent]] @ local[:, i]
+    for bones, parents in _levels():  # parents before children
+        G[:, bones] = G[:, parents] @ G[:, bones]
     return G
 
 
