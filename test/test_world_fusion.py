@@ -174,12 +174,18 @@ def test_a_duplicate_person_merges_into_the_older_one():
     assert {b.camera for b in fusion.persons()[0].bodies} == {'a', 'b'}
 
 
+@pytest.mark.parametrize('cue', [True, 'clothes'])
 @pytest.mark.parametrize('seed', [1, 5, 8, 12])
-def test_appearance_keeps_ids_where_the_hand_over_is_ambiguous(seed):
-    """Two people in the gap together: geometry swaps them (these seeds), appearance does not."""
+def test_appearance_keeps_ids_where_the_hand_over_is_ambiguous(seed, cue):
+    """
+    Two people in the gap together: geometry swaps them (these seeds), appearance does not.
+
+    ``clothes`` is the node's own cue (the clothes' colours at the keypoints of a rendered
+    view, through two cameras of different white balance); True an abstract vector.
+    """
     scene = handover_scene(seed)
     results = [run(scene, scene.frames(0.0, 14.0, seed=seed, appearance=appearance),
-                   WorldFusion(ids=FiveLetterIds(seed))) for appearance in (False, True)]
+                   WorldFusion(ids=FiveLetterIds(seed))) for appearance in (False, cue)]
     assert results[0].shared() > 0
     assert results[1].switches() == results[1].shared() == 0
 

@@ -33,6 +33,7 @@ a latency, some of them late, in arrival order: the order a node would fuse them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 import itertools
 import math
 
@@ -170,6 +171,7 @@ class Scene:
     appearance_dim: int = 16
     appearance_camera_bias: float = 0.15  # per (camera, walker), relative to a unit vector
     appearance_noise: float = 0.25  # per frame
+    white_balance: float = 0.15  # 'clothes': each camera's RGB gains in 1 +- this
 
     def visible(self, camera: SimCamera, t: float) -> dict[str, np.ndarray]:
         """Return the torso centres (camera frame) of the walkers ``camera`` sees at ``t``."""
@@ -194,17 +196,22 @@ class Scene:
             seen[name] = p
         return seen
 
-    def frames(self, start: float, end: float, seed: int = 0, appearance: bool = False,
+    def frames(self, start: float, end: float, seed: int = 0, appearance: bool | str = False,
                latency: float = 0.03, late: dict[tuple[str, int], float] | None = None,
                noise: bool = True) -> list[SimFrame]:
         """
         Render every camera's frames stamped in ``[start, end)``, in arrival order.
 
         ``late`` maps (camera, frame index) to an extra delay (s); ``latency`` is everyone's.
+        ``appearance``: False (none), True (an abstract vector: the walker's own, a per-camera
+        bias and per-frame noise) or ``'clothes'``: the node's own cue
+        (:func:`.appearance.keypoint_colours`) on a rendered view of each body, its shirt and
+        trousers colours seen through each camera's white balance, with pixel noise.
         """
         rng = np.random.default_rng(seed)
         late = late or {}
-        looks = self._looks(rng) if appearance else {}
+        clothes = appearance == 'clothes'
+        looks = self._clothes(rng) if clothes else self._looks(rng) if appearance else {}
         counter = itertools.count(1)
         out = []
         for cam in self.cameras:
@@ -221,7 +228,9 @@ class Scene:
                     ids[name] = (body[0], t)
                     position = self._observe(p, source, rng if noise else None)
                     vector = None
-                    if appearance:
+                    if clothes:
+                        vector = clothes_vector(looks[name], looks[cam.name], rng)
+                    elif appearance:
                         base, bias = looks[name], looks[(cam.name, name)]
                         vector = base + bias + self.appearance_noise * _unit_noise(rng, base.size)
                     bodies.append(BodyObservation(body[0], position, cam.source, vector))
@@ -249,6 +258,13 @@ class Scene:
         return (surface + ray * rng.normal(0.0, float(sig_range[0])) + lateral
                 + rng.normal(0.0, self.body_noise, 3))
 
+    def _clothes(self, rng: np.random.Generator) -> dict:
+        """Shirt and trousers RGB (0..1) per walker, a white balance (RGB gains) per camera."""
+        looks: dict = {w.name: rng.uniform(0.1, 0.9, (2, 3)) for w in self.walkers}
+        for cam in self.cameras:
+            looks[cam.name] = rng.uniform(1.0 - self.white_balance, 1.0 + self.white_balance, 3)
+        return looks
+
     def _looks(self, rng: np.random.Generator) -> dict:
         looks: dict = {}
         for w in self.walkers:
@@ -259,6 +275,42 @@ class Scene:
                 looks[(cam.name, w.name)] = self.appearance_camera_bias * _unit_noise(
                     rng, base.size)
         return looks
+
+
+@cache
+def _clothes_layout() -> tuple[np.ndarray, np.ndarray]:
+    """Return the standing body seen from the front in a 96x48 view: keypoints, shirt mask."""
+    body = standing_body(0)
+    u = 24.0 + body[:, 1] * 40.0  # 40 px per metre: the body 1.7 m in 68 px
+    v = 40.0 - body[:, 2] * 40.0
+    rows, cols = np.mgrid[0:96, 0:48]
+    z = (40.0 - rows) / 40.0  # metres above the hips
+    y = (cols - 24.0) / 40.0
+    shirt = (z >= -0.05) & (z <= 0.55) & (np.abs(y) <= 0.26)
+    return np.stack([u, v], -1), shirt
+
+
+def clothes_view(shirt: np.ndarray, trousers: np.ndarray, gains: np.ndarray,
+                 rng: np.random.Generator, noise: float = 0.04) -> np.ndarray:
+    """Return a 96x48 RGB uint8 view of a body in its clothes through a camera's gains."""
+    _, mask = _clothes_layout()
+    rows = np.arange(96)[:, None]
+    legs = (rows > 42) & (np.abs(np.arange(48)[None, :] - 24.0) <= 8.0)
+    rgb = np.full((96, 48, 3), 0.5) + rng.normal(0.0, 0.1, 3)  # the background
+    rgb[legs] = trousers
+    rgb[mask] = shirt
+    rgb = rgb * gains + rng.normal(0.0, noise, rgb.shape)
+    return (np.clip(rgb, 0.0, 1.0) * 255).astype(np.uint8)
+
+
+def clothes_vector(clothes: np.ndarray, gains: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Return the node's appearance vector of a body in ``clothes`` (shirt, trousers RGB)."""
+    from .appearance import keypoint_colours
+
+    keypoints, _ = _clothes_layout()
+    image = clothes_view(clothes[0], clothes[1], gains, rng)
+    scores = np.ones((1, len(keypoints)))
+    return keypoint_colours(image, keypoints[None], scores)[0]
 
 
 def _hides(front: np.ndarray, behind: np.ndarray, radius: float) -> bool:
