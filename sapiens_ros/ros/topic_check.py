@@ -42,17 +42,19 @@ def resolved(node, topic: str) -> str:
 
 def candidates(node, msg_type, exclude: str = '') -> str:
     """
-    List the graph's topics of ``msg_type`` (``ros2 topic list -t`` style), or say none.
+    List the graph's published topics of ``msg_type`` (``ros2 topic list -t`` style), or none.
 
-    The node's own outputs (its ``pose/detections`` for a missing ``detections``) are left out.
+    The node's own outputs (its ``pose/detections`` for a missing ``detections``) and topics
+    nobody publishes (another camera's input, waiting like this one) are left out.
     """
     wanted = type_name(msg_type)
     own = {name for name, _ in node.get_publisher_names_and_types_by_node(
         node.get_name(), node.get_namespace())}
     names = sorted(name for name, types in node.get_topic_names_and_types()
-                   if wanted in types and name != exclude and name not in own)
+                   if wanted in types and name != exclude and name not in own
+                   and node.count_publishers(name))
     if not names:
-        return 'no topic of that type exists yet'
+        return 'nobody publishes a topic of that type yet'
     more = f' and {len(names) - MAX_CANDIDATES} more' if len(names) > MAX_CANDIDATES else ''
     return ('topics of that type: ' + ', '.join(f'{n} [{wanted}]'
                                                 for n in names[:MAX_CANDIDATES]) + more)
