@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 import warnings
 
 import numpy as np
@@ -215,7 +215,6 @@ class KinematicsFrame:
     measured: np.ndarray  # (B, 20) bool: solved this frame (else held from before / rest)
     lengths: np.ndarray  # (B, 9) m, humanoid.LENGTH_NAMES order
     calibrated: np.ndarray  # (B,) bool: lengths frozen (the URDF is final)
-    link_poses: np.ndarray  # (B, 27, 4, 4) each link in body_<id>, humanoid.LINK_NAMES order
     #: (B, 26, 4, 4) each joint's child in its parent link (TF as robot_state_publisher sends
     #: it), humanoid.JOINTS order
     joint_transforms: np.ndarray
@@ -223,6 +222,11 @@ class KinematicsFrame:
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    @cached_property
+    def link_poses(self) -> np.ndarray:
+        """``(B, 27, 4, 4)`` each link in body_<id>, humanoid.LINK_NAMES order (on first use)."""
+        return links_from_joints(self.joint_transforms)
 
 
 class BodyKinematics:
@@ -328,9 +332,8 @@ class BodyKinematics:
             t.angles, t.arm_side, t.velocity, t.position = kept[b], sides[b], vel[b], pos[b]
             t.stamp = stamp
         local = joint_transforms(lengths, out)
-        links = links_from_joints(local)
         return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
-                               solved, lengths, calibrated, links, local, new_urdf)
+                               solved, lengths, calibrated, local, new_urdf)
 
     def _forget(self, stamp: float, live: np.ndarray | None) -> None:
         keep = None if live is None else {int(i) for i in np.asarray(live).reshape(-1)}
@@ -344,7 +347,7 @@ def _empty() -> KinematicsFrame:
     z = np.zeros
     return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3)),
                            z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
-                           z((0, len(LINK_NAMES), 4, 4)), z((0, len(LINK_NAMES) - 1, 4, 4)), [])
+                           z((0, len(LINK_NAMES) - 1, 4, 4)), [])
 
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
