@@ -81,23 +81,27 @@ _SIGNS = {'arm_l': np.array([-1.0, 1, 1]), 'arm_r': np.array([1.0, -1, -1]),
           'head': np.array([1.0, 1, -1])}
 
 
-def _euler(m: np.ndarray, seq: str) -> np.ndarray:
-    """Both intrinsic Euler solutions ``(..., 2, 3)`` of ``m (..., 3, 3)``: 'ZXZ', 'ZXY', 'XZY'."""
-    out = np.empty(m.shape[:-2] + (2, 3))
-    if seq == 'ZXZ':
-        b = np.arccos(np.clip(m[..., 2, 2], -1, 1))
-        a, c = np.arctan2(m[..., 0, 2], -m[..., 1, 2]), np.arctan2(m[..., 2, 0], m[..., 2, 1])
-        out[..., 1, 1] = -b
-    elif seq == 'ZXY':
-        b = np.arcsin(np.clip(m[..., 2, 1], -1, 1))
-        a, c = np.arctan2(-m[..., 0, 1], m[..., 1, 1]), np.arctan2(-m[..., 2, 0], m[..., 2, 2])
-        out[..., 1, 1] = np.pi - b
-    else:  # XZY
-        b = np.arcsin(np.clip(-m[..., 0, 1], -1, 1))
-        a, c = np.arctan2(m[..., 2, 1], m[..., 1, 1]), np.arctan2(m[..., 0, 2], m[..., 0, 0])
-        out[..., 1, 1] = np.pi - b
-    out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = a, b, c
-    out[..., 1, 0], out[..., 1, 2] = a + np.pi, c + np.pi
+#: The five chains' Euler sequences (intrinsic): arms 'ZXZ', legs 'ZXY', head 'XZY'. Per
+#: chain, the flat 3x3 entries and signs of (sin or cos b, then a and c as arctan2 arguments).
+_EULER_ENTRIES = np.array([[8, 2, 5, 6, 7]] * 2 + [[7, 1, 4, 6, 8]] * 2 + [[1, 7, 4, 2, 0]])
+_EULER_SIGNS = np.array([[1.0, 1, -1, 1, 1]] * 2 + [[1.0, -1, 1, -1, 1]] * 2
+                        + [[-1.0, 1, 1, 1, 1]])
+_EULER_ZXZ = np.array([True, True, False, False, False])  # b = arccos (else arcsin)
+_EULER_B2 = np.array([0.0, 0, np.pi, np.pi, np.pi])  # the second solution's b: this - b
+_EULER_CHAIN = np.arange(5)[:, None]
+
+
+def _euler(m: np.ndarray) -> np.ndarray:
+    """Both Euler solutions ``(B, 5, 2, 3)`` of the five chains' rotations ``m (B, 5, 3, 3)``."""
+    g = m.reshape(-1, 5, 9)[:, _EULER_CHAIN, _EULER_ENTRIES] * _EULER_SIGNS  # (B, 5, 5)
+    sb = np.clip(g[..., 0], -1, 1)
+    b = np.where(_EULER_ZXZ, np.arccos(sb), np.arcsin(sb))
+    ac = np.arctan2(g[..., 1::2], g[..., 2::2])  # (B, 5, 2): a, c
+    out = np.empty(g.shape[:2] + (2, 3))
+    out[..., 0, 0::2] = ac
+    out[..., 1, 0::2] = ac + np.pi
+    out[..., 0, 1] = b
+    out[..., 1, 1] = _EULER_B2 - b
     return wrap(out)
 
 
@@ -400,8 +404,7 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     m = np.where(np.isnan(m), 0.0, m)
     hm = np.eye(3)[None] if head is None else np.where(np.isnan(head), 0.0, head)
     # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-    cand = np.concatenate([_euler(m[:, :2], 'ZXZ'), _euler(m[:, 2:], 'ZXY'),
-                           np.broadcast_to(_euler(hm, 'XZY')[:, None], (B, 1, 2, 3))], 1)
+    cand = _euler(np.concatenate([m, np.broadcast_to(hm, (B, 3, 3))[:, None]], 1))
     p = np.where(has_prev[:, None, None], prev[:, _COLS], 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
     ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
