@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import frames, matrix_to_quat, unit, wrap
+from .geometry import clamp, frames, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -94,7 +94,7 @@ _EULER_CHAIN = np.arange(5)[:, None]
 def _euler(m: np.ndarray) -> np.ndarray:
     """Both Euler solutions ``(B, 5, 2, 3)`` of the five chains' rotations ``m (B, 5, 3, 3)``."""
     g = m.reshape(-1, 5, 9)[:, _EULER_CHAIN, _EULER_ENTRIES] * _EULER_SIGNS  # (B, 5, 5)
-    sb = np.clip(g[..., 0], -1, 1)
+    sb = clamp(g[..., 0], -1, 1)
     b = np.where(_EULER_ZXZ, np.arccos(sb), np.arcsin(sb))
     ac = np.arctan2(g[..., 1::2], g[..., 2::2])  # (B, 5, 2): a, c
     out = np.empty(g.shape[:2] + (2, 3))
@@ -126,7 +126,7 @@ def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray)
     cands = _into_range(cands, lo, hi)
     cost = _outside(cands, lo, hi).sum(-1)
     cost += 0.05 * np.abs(wrap(cands - prev[..., None, :])).sum(-1)
-    return np.take_along_axis(cands, np.argmin(cost, -1)[..., None, None], -2)[..., 0, :]
+    return np.where((np.argmin(cost, -1) == 0)[..., None], cands[..., 0, :], cands[..., 1, :])
 
 
 _PAIRS = np.array([[_K[a], _K[b]] for a, b in (
@@ -316,7 +316,7 @@ class BodyKinematics:
         last = np.stack([t.arm_side if t.arm_side is not None else _NAN23 for t in tracks])
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
         out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
-        out = np.clip(out, LOWER, UPPER)
+        out = clamp(out, LOWER, UPPER)
         dt = stamp - np.array([t.stamp for t in tracks])
         moved = dt > 0
         with np.errstate(invalid='ignore', divide='ignore'):
@@ -358,7 +358,7 @@ def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray
     """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
     perp = f - (f * u).sum(-1, keepdims=True) * u
     n = np.sqrt((perp * perp).sum(-1, keepdims=True))
-    w = 0.1 * np.clip(1 - n / 0.1, 0, 1)
+    w = 0.1 * clamp(1 - n / 0.1, 0, 1)
     fb = unit(fallback - (fallback * u).sum(-1, keepdims=True) * u)
     return perp + w * fb
 
@@ -410,7 +410,7 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
     th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
-    bent = np.arccos(np.clip((u * f).sum(-1), -1, 1))
+    bent = np.arccos(clamp((u * f).sum(-1), -1, 1))
     if head is None or not head_valid.any():
         th, cols = th[:, :4], _COLS[:4]
     else:
