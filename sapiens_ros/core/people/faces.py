@@ -39,6 +39,7 @@ from functools import cache
 
 import numpy as np
 
+from .geometry import clamp, matrix_to_quat
 from ..models.metadata import keypoint_info
 
 #: A generic adult face in the REP-155 face frame (m): x forward, y left, z up, origin at the
@@ -132,7 +133,7 @@ def face_boxes(keypoints: np.ndarray, scores: np.ndarray, image_size: tuple[int,
     grow = (hi - lo) * margin
     h, w = image_size
     size = np.array([w, h], np.float64)
-    lo, hi = np.clip(lo - grow, 0, size), np.clip(hi + grow, 0, size)
+    lo, hi = clamp(lo - grow, 0, size), clamp(hi + grow, 0, size)
     box = np.concatenate([lo, hi], -1)
     box[~visible] = np.nan
     return box, box / np.tile(size, 2), visible
@@ -207,7 +208,6 @@ def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
     Pass ``people.ids``, ``people.smoothed``, ``people.scores``, ``people.xyz`` if
     ``people.xyz_metric`` else None, and the image ``(height, width)``.
     """
-    from .geometry import matrix_to_quat
     keypoints = np.asarray(keypoints, np.float64).reshape(len(ids), -1, 2)
     box, roi, visible = face_boxes(keypoints, scores, image_size, min_score, margin)
     if xyz is not None and len(ids):
@@ -216,7 +216,8 @@ def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
     else:
         rot = np.tile(np.eye(3), (len(ids), 1, 1))
         pos, valid = np.full((len(ids), 3), np.nan), np.zeros(len(ids), bool)
-    rot[~valid], pos[~valid] = np.eye(3), np.nan
+    if not valid.all():
+        rot[~valid], pos[~valid] = np.eye(3), np.nan
     warp = aligned_warps(keypoints, scores, min_score) if len(ids) else np.zeros((0, 2, 3))
     return Faces(np.asarray(ids, np.int64), visible, box, roi, valid, pos, rot,
                  matrix_to_quat(rot), warp)

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 import warnings
 
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import frames, matrix_to_quat, unit, wrap
+from .geometry import clamp, frames, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -81,23 +81,27 @@ _SIGNS = {'arm_l': np.array([-1.0, 1, 1]), 'arm_r': np.array([1.0, -1, -1]),
           'head': np.array([1.0, 1, -1])}
 
 
-def _euler(m: np.ndarray, seq: str) -> np.ndarray:
-    """Both intrinsic Euler solutions ``(..., 2, 3)`` of ``m (..., 3, 3)``: 'ZXZ', 'ZXY', 'XZY'."""
-    out = np.empty(m.shape[:-2] + (2, 3))
-    if seq == 'ZXZ':
-        b = np.arccos(np.clip(m[..., 2, 2], -1, 1))
-        a, c = np.arctan2(m[..., 0, 2], -m[..., 1, 2]), np.arctan2(m[..., 2, 0], m[..., 2, 1])
-        out[..., 1, 1] = -b
-    elif seq == 'ZXY':
-        b = np.arcsin(np.clip(m[..., 2, 1], -1, 1))
-        a, c = np.arctan2(-m[..., 0, 1], m[..., 1, 1]), np.arctan2(-m[..., 2, 0], m[..., 2, 2])
-        out[..., 1, 1] = np.pi - b
-    else:  # XZY
-        b = np.arcsin(np.clip(-m[..., 0, 1], -1, 1))
-        a, c = np.arctan2(m[..., 2, 1], m[..., 1, 1]), np.arctan2(m[..., 0, 2], m[..., 0, 0])
-        out[..., 1, 1] = np.pi - b
-    out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = a, b, c
-    out[..., 1, 0], out[..., 1, 2] = a + np.pi, c + np.pi
+#: The five chains' Euler sequences (intrinsic): arms 'ZXZ', legs 'ZXY', head 'XZY'. Per
+#: chain, the flat 3x3 entries and signs of (sin or cos b, then a and c as arctan2 arguments).
+_EULER_ENTRIES = np.array([[8, 2, 5, 6, 7]] * 2 + [[7, 1, 4, 6, 8]] * 2 + [[1, 7, 4, 2, 0]])
+_EULER_SIGNS = np.array([[1.0, 1, -1, 1, 1]] * 2 + [[1.0, -1, 1, -1, 1]] * 2
+                        + [[-1.0, 1, 1, 1, 1]])
+_EULER_ZXZ = np.array([True, True, False, False, False])  # b = arccos (else arcsin)
+_EULER_B2 = np.array([0.0, 0, np.pi, np.pi, np.pi])  # the second solution's b: this - b
+_EULER_CHAIN = np.arange(5)[:, None]
+
+
+def _euler(m: np.ndarray) -> np.ndarray:
+    """Both Euler solutions ``(B, 5, 2, 3)`` of the five chains' rotations ``m (B, 5, 3, 3)``."""
+    g = m.reshape(-1, 5, 9)[:, _EULER_CHAIN, _EULER_ENTRIES] * _EULER_SIGNS  # (B, 5, 5)
+    sb = clamp(g[..., 0], -1, 1)
+    b = np.where(_EULER_ZXZ, np.arccos(sb), np.arcsin(sb))
+    ac = np.arctan2(g[..., 1::2], g[..., 2::2])  # (B, 5, 2): a, c
+    out = np.empty(g.shape[:2] + (2, 3))
+    out[..., 0, 0::2] = ac
+    out[..., 1, 0::2] = ac + np.pi
+    out[..., 0, 1] = b
+    out[..., 1, 1] = _EULER_B2 - b
     return wrap(out)
 
 
@@ -122,7 +126,7 @@ def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray)
     cands = _into_range(cands, lo, hi)
     cost = _outside(cands, lo, hi).sum(-1)
     cost += 0.05 * np.abs(wrap(cands - prev[..., None, :])).sum(-1)
-    return np.take_along_axis(cands, np.argmin(cost, -1)[..., None, None], -2)[..., 0, :]
+    return np.where((np.argmin(cost, -1) == 0)[..., None], cands[..., 0, :], cands[..., 1, :])
 
 
 _PAIRS = np.array([[_K[a], _K[b]] for a, b in (
@@ -215,7 +219,6 @@ class KinematicsFrame:
     measured: np.ndarray  # (B, 20) bool: solved this frame (else held from before / rest)
     lengths: np.ndarray  # (B, 9) m, humanoid.LENGTH_NAMES order
     calibrated: np.ndarray  # (B,) bool: lengths frozen (the URDF is final)
-    link_poses: np.ndarray  # (B, 27, 4, 4) each link in body_<id>, humanoid.LINK_NAMES order
     #: (B, 26, 4, 4) each joint's child in its parent link (TF as robot_state_publisher sends
     #: it), humanoid.JOINTS order
     joint_transforms: np.ndarray
@@ -223,6 +226,11 @@ class KinematicsFrame:
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    @cached_property
+    def link_poses(self) -> np.ndarray:
+        """``(B, 27, 4, 4)`` each link in body_<id>, humanoid.LINK_NAMES order (on first use)."""
+        return links_from_joints(self.joint_transforms)
 
 
 class BodyKinematics:
@@ -308,7 +316,7 @@ class BodyKinematics:
         last = np.stack([t.arm_side if t.arm_side is not None else _NAN23 for t in tracks])
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
         out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
-        out = np.clip(out, LOWER, UPPER)
+        out = clamp(out, LOWER, UPPER)
         dt = stamp - np.array([t.stamp for t in tracks])
         moved = dt > 0
         with np.errstate(invalid='ignore', divide='ignore'):
@@ -328,9 +336,8 @@ class BodyKinematics:
             t.angles, t.arm_side, t.velocity, t.position = kept[b], sides[b], vel[b], pos[b]
             t.stamp = stamp
         local = joint_transforms(lengths, out)
-        links = links_from_joints(local)
         return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
-                               solved, lengths, calibrated, links, local, new_urdf)
+                               solved, lengths, calibrated, local, new_urdf)
 
     def _forget(self, stamp: float, live: np.ndarray | None) -> None:
         keep = None if live is None else {int(i) for i in np.asarray(live).reshape(-1)}
@@ -344,14 +351,14 @@ def _empty() -> KinematicsFrame:
     z = np.zeros
     return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3)),
                            z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
-                           z((0, len(LINK_NAMES), 4, 4)), z((0, len(LINK_NAMES) - 1, 4, 4)), [])
+                           z((0, len(LINK_NAMES) - 1, 4, 4)), [])
 
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
     perp = f - (f * u).sum(-1, keepdims=True) * u
     n = np.sqrt((perp * perp).sum(-1, keepdims=True))
-    w = 0.1 * np.clip(1 - n / 0.1, 0, 1)
+    w = 0.1 * clamp(1 - n / 0.1, 0, 1)
     fb = unit(fallback - (fallback * u).sum(-1, keepdims=True) * u)
     return perp + w * fb
 
@@ -397,14 +404,13 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     m = np.where(np.isnan(m), 0.0, m)
     hm = np.eye(3)[None] if head is None else np.where(np.isnan(head), 0.0, head)
     # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-    cand = np.concatenate([_euler(m[:, :2], 'ZXZ'), _euler(m[:, 2:], 'ZXY'),
-                           np.broadcast_to(_euler(hm, 'XZY')[:, None], (B, 1, 2, 3))], 1)
+    cand = _euler(np.concatenate([m, np.broadcast_to(hm, (B, 3, 3))[:, None]], 1))
     p = np.where(has_prev[:, None, None], prev[:, _COLS], 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
     ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
     th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
-    bent = np.arccos(np.clip((u * f).sum(-1), -1, 1))
+    bent = np.arccos(clamp((u * f).sum(-1), -1, 1))
     if head is None or not head_valid.any():
         th, cols = th[:, :4], _COLS[:4]
     else:

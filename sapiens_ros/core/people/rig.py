@@ -44,7 +44,7 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import cross, frames, matrix_to_quat, slerp_matrices, unit
+from .geometry import clamp, cross, frames, matrix_to_quat, slerp_matrices, unit
 from ..models.metadata import keypoint_info
 
 #: Rotation of VRM model space in ``body_<id>``: columns are the model's X, Y, Z in body axes.
@@ -299,7 +299,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
             fb = np.where(valid[:, st.fallback, None], fb, st.side_rest)  # else: rest axis
             fb = unit(fb - (fb * u).sum(-1, keepdims=True) * u)
             n = np.sqrt((perp * perp).sum(-1, keepdims=True))
-            parts.append(perp + 0.1 * np.clip(1 - n / 0.1, 0, 1) * fb)
+            parts.append(perp + 0.1 * clamp(1 - n / 0.1, 0, 1) * fb)
         if st.points:
             parts.append(side_pts[:, st.sides])
         elif len(st.parent):  # the parent's axis
