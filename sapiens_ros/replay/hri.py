@@ -35,8 +35,9 @@ from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
 from ..ros.body_messages import (body_position, body_velocity, face_transform, joint_state,
                                  link_transforms)
-from ..ros.hri_bodies import BODIES_NS, IdsList, IdsMatch, normalized_roi, skeleton2d
+from ..ros.hri_bodies import BODIES_NS, normalized_roi, skeleton2d
 from ..ros.hri_faces import face_id, FACES_NS
+from ..ros.hri_lists import IdsList, IdsMatch, NormalizedRegionOfInterest2D
 from ..ros.hri_persons import MATCHES_TOPIC
 from ..ros.tf_frames import body_transforms, TF_TOPIC, TFMessage, valid_frame_id
 
@@ -100,8 +101,6 @@ class BagHri:
         return out
 
     def _face_messages(self, camera: str, header: Header, faces) -> list[tuple[str, object]]:
-        from ..ros.hri_bodies import NormalizedRegionOfInterest2D
-
         out: list[tuple[str, object]] = []
         shown = [(k, int(t)) for k, t in enumerate(faces.ids.tolist())
                  if t >= 0 and faces.visible[k]]

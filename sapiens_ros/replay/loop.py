@@ -61,7 +61,7 @@ from .world import BagWorld
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
-from ..ros.hri_bodies import HRI_MSGS_ERROR
+from ..ros.hri_lists import HRI_MSGS_ERROR
 from ..ros.messages import build_messages, info_messages
 from ..ros.qos import HRI_LATCHED_QOS, LATCHED_QOS, output_qos, TF_QOS
 from ..ros.render_plan import MessageOptions, render_request

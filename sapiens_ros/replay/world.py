@@ -38,7 +38,7 @@ from .rosbag2 import BagError
 from ..core.people.state import People
 from ..core.people.world_people import WorldPeople
 from ..core.people.world_skeleton import limbs
-from ..ros.hri_bodies import HRI_MSGS_ERROR, IdsList
+from ..ros.hri_lists import HRI_MSGS_ERROR, IdsList
 from ..ros.hri_persons import MATCHES_TOPIC, MatchPacer, PERSONS_NS
 from ..ros.messages import person_markers
 from ..ros.tf_frames import person_transforms, TF_TOPIC, TFMessage

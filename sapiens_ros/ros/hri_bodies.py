@@ -32,22 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-import threading
-import time
 
 from geometry_msgs.msg import PointStamped, TwistStamped
 import numpy as np
 from rclpy.node import Node
-try:
-    from rclpy.event_handler import PublisherEventCallbacks
-except ImportError:  # Humble: the same class, under its old module name
-    from rclpy.qos_event import PublisherEventCallbacks
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Header, String
 
 from .array_msgs import image_msg
 from .body_messages import body_position, body_velocity, joint_state
-from .optional_msgs import import_error, message_types
+from .hri_lists import (destroyable_publisher, HRI_MSGS_ERROR, HriList, IdsList, IdsMatch,
+                        NormalizedRegionOfInterest2D, Skeleton2D)
 from .qos import HRI_LATCHED_QOS, HRI_QOS
 from ..core.models.keypoint_formats import keypoint_format
 from ..core.people.body_frames import body_id
@@ -56,8 +51,6 @@ from ..core.people.kinematics import KinematicsFrame
 from ..core.people.state import People
 from ..core.pipeline.pipeline import FrameResult
 
-IdsList, NormalizedRegionOfInterest2D, Skeleton2D, IdsMatch = message_types('hri_msgs')
-HRI_MSGS_ERROR = import_error('hri_msgs')
 
 #: REP-155's body namespace (global).
 BODIES_NS = '/humans/bodies'
@@ -121,44 +114,24 @@ def cropped_image(header: Header, image: np.ndarray, box: np.ndarray) -> Image |
     return image_msg(header, image[y0:y1, x0:x1], 'rgb8')
 
 
-def destroyable_publisher(node: Node, msg_type: type, topic: str, qos):
-    """
-    Create a publisher that any thread may destroy while an executor spins.
-
-    Bodies and persons come and go in the worker's threads. A publisher's QoS event handlers
-    sit in the executor's wait set, and destroying one there between the executor listing it
-    and waiting on it raises ``InvalidHandle`` in the executor's thread, which stops the node.
-    Without handlers the publisher is never in the wait set (a subscriber with incompatible QoS
-    still gets its own warning). See ros2/rclpy#1284 and ``ros.executors``.
-    """
-    return node.create_publisher(
-        msg_type, topic, qos, event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
-
-
-class HriBodies:
+class HriBodies(HriList):
     """
     Publishes REP-155 bodies for the cameras of one node: ``update(camera, header, ...)``.
 
     Create it at configure (it creates ``/humans/bodies/tracked``), call :meth:`update` per
-    frame that ran pose, :meth:`forget` when a camera stops and :meth:`close` at cleanup.
-    Thread-safe: cameras may update from their own threads.
+    frame that ran pose, :meth:`forget` when a camera stops, :meth:`expire` from a timer and
+    :meth:`close` at cleanup (:class:`.hri_lists.HriList`). Thread-safe: cameras may update
+    from their own threads.
     """
 
     def __init__(self, node: Node) -> None:
-        if HRI_MSGS_ERROR is not None:
-            raise RuntimeError(f'hri_msgs is not available ({HRI_MSGS_ERROR})')
-        self._node = node
-        self._lock = threading.Lock()
-        self._bodies: dict[str, _Body] = {}
-        self._live: dict[str, dict[str, int]] = {}  # camera -> body id -> track id
-        self._seen: dict[str, float] = {}  # camera -> monotonic time of its last frame
-        self._tracked = self._publisher(IdsList, f'{BODIES_NS}/tracked')
+        super().__init__(node, f'{BODIES_NS}/tracked')
 
     @property
     def bodies(self) -> list[str]:
         """Return the body ids with publishers, in track order."""
         with self._lock:
-            return sorted(self._bodies, key=lambda b: self._bodies[b].track)
+            return sorted(self._entries, key=lambda b: self._entries[b].track)
 
     def update(self, camera: str, header: Header, result: FrameResult, people: People,
                image: np.ndarray | None = None, models: BodyModelFrame | None = None,
@@ -176,15 +149,15 @@ class HriBodies:
         pose = result.pose
         size = result.image_size
         with self._lock:
-            self._seen[camera] = time.monotonic()
-            self._live[camera] = {body_id(t): int(t) for t in people.tracks.tolist()}
+            live = {body_id(t): int(t) for t in people.tracks.tolist()}
+            self._set_live(camera, live)
             if pose is not None and len(people) == len(pose.boxes):
                 rows = np.flatnonzero(people.ids >= 0)
                 kin_row = {} if models is None else \
                     {int(r): k for k, r in enumerate(models.kinematics.rows.tolist())}
                 for row in rows.tolist():
                     track = int(people.ids[row])
-                    self._live[camera].setdefault(body_id(track), track)
+                    live.setdefault(body_id(track), track)
                     body = self._publish_body(header, track, result, people, row, image, size)
                     if row in kin_row:
                         self._publish_kinematics(header, body, models.kinematics,
@@ -192,53 +165,13 @@ class HriBodies:
             self._drop_lost()
             self._publish_tracked(header)
 
-    def forget(self, camera: str, header: Header | None = None) -> None:
-        """Drop a camera's bodies (it stopped); publish the list without them."""
-        with self._lock:
-            self._live.pop(camera, None)
-            self._seen.pop(camera, None)
-            self._drop_lost()
-            self._publish_tracked(header or self._now())
-
-    def expire(self, max_age: float) -> list[str]:
-        """
-        Drop the bodies of cameras that sent no frame for ``max_age`` s (wall time).
-
-        Tracks age with their camera's frames; a camera that goes silent sends none, so the
-        node's timer calls this: its bodies leave ``/tracked`` and their topics go within
-        ``track_max_age`` (plus the timer's period). Returns the cameras dropped.
-        """
-        with self._lock:
-            now = time.monotonic()
-            silent = [c for c, t in self._seen.items() if now - t > max_age and self._live.get(c)]
-            for camera in silent:
-                self._live.pop(camera, None)
-            if silent:
-                self._drop_lost()
-                self._publish_tracked(self._now())
-            return silent
-
-    def close(self) -> None:
-        """Publish an empty list (consumers keep the last one), destroy every publisher."""
-        with self._lock:
-            self._live.clear()
-            self._drop_lost()
-            try:
-                self._publish_tracked(self._now())
-            except Exception:  # noqa: BLE001 - a signal already shut the context down
-                pass
-            self._node.destroy_publisher(self._tracked)
-
-    def _now(self) -> Header:
-        return Header(stamp=self._node.get_clock().now().to_msg())
-
     def _publish_body(self, header: Header, track: int, result: FrameResult, people: People,
-                      row: int, image: np.ndarray | None, size: tuple[int, int]) -> None:
+                      row: int, image: np.ndarray | None, size: tuple[int, int]) -> _Body:
         name = body_id(track)
-        body = self._bodies.get(name)
+        body = self._entries.get(name)
         if body is None:
             ns = f'{BODIES_NS}/{name}'
-            body = self._bodies[name] = _Body(
+            body = self._entries[name] = _Body(
                 track, self._publisher(NormalizedRegionOfInterest2D, f'{ns}/roi'),
                 self._publisher(Image, f'{ns}/cropped'),
                 self._publisher(Skeleton2D, f'{ns}/skeleton2d'),
@@ -276,20 +209,6 @@ class HriBodies:
 
     def _publisher(self, msg_type: type, topic: str):
         return destroyable_publisher(self._node, msg_type, topic, HRI_QOS)
-
-    def _drop_lost(self) -> None:
-        live = set().union(*self._live.values()) if self._live else set()
-        for name in [b for b in self._bodies if b not in live]:
-            body = self._bodies.pop(name)
-            for pub in body.publishers:
-                self._node.destroy_publisher(pub)
-
-    def _publish_tracked(self, header: Header) -> None:
-        tracks: dict[str, int] = {}
-        for live in self._live.values():
-            tracks.update(live)
-        ids = sorted(tracks, key=tracks.__getitem__)
-        self._tracked.publish(IdsList(header=header, ids=ids))
 
 
 __all__ = ['BODIES_NS', 'HRI_MSGS_ERROR', 'HRI_QOS', 'HriBodies', 'IdsList', 'IdsMatch',

@@ -28,8 +28,6 @@ it first shows). The ``face_<id>`` TF frame (head pose) needs metric 3D and come
 from __future__ import annotations
 
 from dataclasses import dataclass
-import threading
-import time
 
 import cv2
 import numpy as np
@@ -38,8 +36,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from .array_msgs import image_msg
-from .hri_bodies import (cropped_image, destroyable_publisher, HRI_MSGS_ERROR, IdsList, IdsMatch,
-                         NormalizedRegionOfInterest2D)
+from .hri_bodies import cropped_image
+from .hri_lists import destroyable_publisher, HriList, IdsMatch, NormalizedRegionOfInterest2D
 from .hri_persons import MATCHES_TOPIC
 from .qos import HRI_MATCHES_QOS, HRI_QOS
 from ..core.people.body_frames import body_id
@@ -65,56 +63,49 @@ class _Face:
     cropped: object
     aligned: object
 
+    @property
+    def publishers(self) -> tuple:
+        return (self.roi, self.cropped, self.aligned)
 
-class HriFaces:
+
+class HriFaces(HriList):
     """Publishes the faces of one node's cameras; ``update`` per frame, like HriBodies."""
 
     def __init__(self, node: Node) -> None:
-        if HRI_MSGS_ERROR is not None:
-            raise RuntimeError(f'hri_msgs is not available ({HRI_MSGS_ERROR})')
-        self._node = node
-        self._lock = threading.Lock()
-        self._faces: dict[str, _Face] = {}
-        self._live: dict[str, set[str]] = {}  # camera -> face ids in view
-        self._seen: dict[str, float] = {}
-        self._matched: set[str] = set()
-        self._tracked = destroyable_publisher(node, IdsList, f'{FACES_NS}/tracked', HRI_QOS)
+        super().__init__(node, f'{FACES_NS}/tracked')
         self._matches = destroyable_publisher(node, IdsMatch, MATCHES_TOPIC, HRI_MATCHES_QOS)
 
     @property
     def faces(self) -> list[str]:
         """Return the face ids with publishers."""
         with self._lock:
-            return sorted(self._faces)
+            return sorted(self._entries)
 
     def update(self, camera: str, header: Header, faces: Faces,
                image: np.ndarray | None) -> None:
         """Publish one frame's faces of ``camera`` (``faces``: the frame's body models')."""
-        h, w = image.shape[:2] if image is not None else (0, 0)
         with self._lock:
-            self._seen[camera] = time.monotonic()
             shown = [(k, int(t)) for k, t in enumerate(faces.ids.tolist())
                      if t >= 0 and faces.visible[k]]
-            self._live[camera] = {face_id(t) for _, t in shown}
+            self._set_live(camera, {face_id(t): t for _, t in shown})
             for k, track in shown:
-                self._publish_face(header, face_id(track), track, faces, k, image, (h, w))
+                self._publish_face(header, face_id(track), track, faces, k, image)
             self._drop_lost()
             self._publish_tracked(header)
 
     def _publish_face(self, header: Header, name: str, track: int, faces: Faces, k: int,
-                      image: np.ndarray | None, size: tuple[int, int]) -> None:
-        face = self._faces.get(name)
+                      image: np.ndarray | None) -> None:
+        face = self._entries.get(name)
         if face is None:
             ns = f'{FACES_NS}/{name}'
-            face = self._faces[name] = _Face(
+            face = self._entries[name] = _Face(
                 destroyable_publisher(self._node, NormalizedRegionOfInterest2D, f'{ns}/roi',
                                       HRI_QOS),
                 destroyable_publisher(self._node, Image, f'{ns}/cropped', HRI_QOS),
                 destroyable_publisher(self._node, Image, f'{ns}/aligned', HRI_QOS))
-        if name not in self._matched:
+            # a new face: its body is matched once (it keeps its body's track)
             self._matches.publish(IdsMatch(id1=name, id1_type=IdsMatch.FACE, id2=body_id(track),
                                            id2_type=IdsMatch.BODY, confidence=1.0))
-            self._matched.add(name)
         if face.roi.get_subscription_count():
             x0, y0, x1, y1 = (float(v) for v in faces.roi[k])
             face.roi.publish(NormalizedRegionOfInterest2D(header=header, xmin=x0, ymin=y0,
@@ -131,48 +122,8 @@ class HriFaces:
                                  flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
             face.aligned.publish(image_msg(header, out, 'rgb8'))
 
-    def expire(self, max_age: float) -> None:
-        """Drop the faces of cameras silent for ``max_age`` s (as HriBodies.expire)."""
-        with self._lock:
-            now = time.monotonic()
-            silent = [c for c, t in self._seen.items() if now - t > max_age and self._live.get(c)]
-            for camera in silent:
-                self._live.pop(camera, None)
-            if silent:
-                self._drop_lost()
-                self._publish_tracked(Header(stamp=self._node.get_clock().now().to_msg()))
-
-    def forget(self, camera: str) -> None:
-        """Drop a camera's faces (it stopped)."""
-        with self._lock:
-            self._live.pop(camera, None)
-            self._seen.pop(camera, None)
-            self._drop_lost()
-            self._publish_tracked(Header(stamp=self._node.get_clock().now().to_msg()))
-
-    def close(self) -> None:
-        """Publish an empty list and destroy every publisher."""
-        with self._lock:
-            self._live.clear()
-            self._drop_lost()
-            try:
-                self._publish_tracked(Header())
-            except Exception:  # noqa: BLE001 - a signal already shut the context down
-                pass
-            self._node.destroy_publisher(self._tracked)
-            self._node.destroy_publisher(self._matches)
-
-    def _drop_lost(self) -> None:
-        live = set().union(*self._live.values()) if self._live else set()
-        for name in [f for f in self._faces if f not in live]:
-            face = self._faces.pop(name)
-            for pub in (face.roi, face.cropped, face.aligned):
-                self._node.destroy_publisher(pub)
-        self._matched &= live
-
-    def _publish_tracked(self, header: Header) -> None:
-        ids = sorted(set().union(*self._live.values())) if self._live else []
-        self._tracked.publish(IdsList(header=header, ids=ids))
+    def _closed(self) -> None:
+        self._node.destroy_publisher(self._matches)
 
 
 __all__ = ['ALIGNED_SIZE', 'FACES_NS', 'FACE_NAMES', 'HriFaces', 'face_id']

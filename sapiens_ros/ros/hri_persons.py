@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from rclpy.node import Node
 from std_msgs.msg import Bool, Float32, Header, String
 
-from .hri_bodies import destroyable_publisher, HRI_MSGS_ERROR, IdsList, IdsMatch
+from .hri_lists import destroyable_publisher, HRI_MSGS_ERROR, IdsList, IdsMatch
 from .qos import HRI_LATCHED_QOS, HRI_MATCHES_QOS, HRI_QOS
 from ..core.people.world import WorldPerson
 

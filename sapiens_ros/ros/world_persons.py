@@ -40,7 +40,7 @@ import numpy as np
 from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
-from .hri_bodies import HRI_MSGS_ERROR
+from .hri_lists import HRI_MSGS_ERROR
 from .hri_persons import HriPersons
 from .messages import person_markers
 from .qos import output_qos
