@@ -28,8 +28,12 @@ Two facts fix the plan (sources in docs/backends.md, "Precision plan"):
   operator matrix, so no valid bf16 graph reaches them: bf16 and fp16 come from an fp32 graph
   with the weakly typed ``BF16``/``FP16`` builder flags. 10.12 deprecated weak typing and 11
   removed it, while their parsers document opset 22 and beyond: there the graph is exported in
-  the target dtype and built strongly typed, precision following the graph (which mirrors torch:
-  Sapiens2 computes RMSNorm and the RoPE tables in FP32 inside the model).
+  the target dtype and built strongly typed, precision following the graph. That graph keeps
+  the model's own fp32 islands: transformers' Sapiens2RMSNorm computes its variance in fp32
+  (explicit Casts; checked, not assumed: an fp16 export refuses norms that overflow in fp16,
+  :mod:`.numerics`), the RoPE frequencies stay fp32 buffers (``export.converted``), and softmax
+  needs no pin (q/k norms bound its logits). Every built engine is then measured against the
+  fp32 torch model before it is cached (:mod:`.accuracy`).
 
 The two families need different graphs, so the engine key records the graph's dtype, opset and
 typing, and the graph cache key its dtype and opset.
