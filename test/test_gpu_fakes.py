@@ -126,6 +126,7 @@ def test_tensorrt_runner_matches_torch_in_chunks(monkeypatch, cuda, model_dir, t
     use_tensorrt(monkeypatch, cuda, version)
     runner = trt_runner(model_dir, tmp_path)
     assert runner.batch_range == (1, 2)
+    cuda.log.clear()  # the accuracy gate's runs
     got = runner(x)['heatmaps']
     close(got, want)
     assert not torch.equal(got[0], got[4])  # no chunk repeats another
@@ -475,6 +476,69 @@ def test_unparsable_graph_is_a_clear_error(monkeypatch, cuda, tmp_path):
     with pytest.raises(EngineError, match='cannot parse pose.onnx'):
         tensorrt_build.build_engine(bad, plan=plan_precision('fp32', '10.3.0'),
                                     batch=(1, 1, 2), progress=False)
+
+
+# --------------------------------------------------------------------------- accuracy gate
+@pytest.mark.parametrize('miscompute', ['wrong', 'nan'])
+def test_wrong_engine_is_refused_not_cached_and_torch_serves(monkeypatch, cuda, model_dir,
+                                                             tmp_path, caplog, miscompute):
+    """
+    An engine that computes wrong outputs is refused before it is cached; torch serves the head.
+
+    The fake engine shifts (or NaNs) its outputs, as the miscompiled ViT builds of TensorRT 10.3
+    and 10.16 did; the gate compares it with the fp32 torch model on the sample photo.
+    """
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    trt.fake_state.miscompute = miscompute
+    with caplog.at_level(logging.WARNING):
+        runner = trt_runner(model_dir, tmp_path)
+    assert len(trt.fake_state.builds) == 1  # built, then refused
+    assert runner.name == 'torch'
+    close(runner(x)['heatmaps'], want)
+    cached = [p.name for p in (tmp_path / 'cache' / 'engines').glob('*') if p.suffix != '.lock']
+    assert not cached, 'a refused engine was cached'
+    lines = [r.getMessage() for r in caplog.records if 'refused' in r.getMessage()]
+    assert len(lines) == 1
+    assert 'TensorRT 10.3.0 engine for pose (fp32) refused' in lines[0]
+    assert 'heatmaps: max abs error' in lines[0] and 'Fix: upgrade TensorRT' in lines[0]
+    assert 'next backend: torch fp32' in lines[0]
+
+
+def test_correct_engine_is_cached_with_its_error(monkeypatch, cuda, model_dir, tmp_path):
+    """A correct engine is cached with its max and mean error per output in the sidecar."""
+    import json
+
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path, dtype='bf16')
+    assert runner.name == 'tensorrt'
+    record = json.loads(runner.path.with_suffix('.json').read_text())['accuracy']
+    assert record['ok'] and record['precision'] == 'bf16' and record['batch'] == 2
+    assert 0 < record['max_abs']['heatmaps'] <= 1e-2 + 1e-1 * record['scale']['heatmaps']
+    assert 0 < record['mean_abs']['heatmaps'] <= record['max_abs']['heatmaps']
+    again = trt_runner(model_dir, tmp_path, dtype='bf16')
+    assert again.path == runner.path and len(trt.fake_state.builds) == 1  # no rebuild
+
+
+def test_engine_cached_before_the_gate_is_measured_once(monkeypatch, cuda, model_dir,
+                                                        tmp_path):
+    """An engine whose sidecar has no report is measured, and refused if it is wrong."""
+    import json
+
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path)
+    sidecar = runner.path.with_suffix('.json')
+    data = json.loads(sidecar.read_text())
+    del data['accuracy']
+    sidecar.write_text(json.dumps(data))
+    again = trt_runner(model_dir, tmp_path)
+    assert again.path == runner.path and len(trt.fake_state.builds) == 1
+    assert json.loads(sidecar.read_text())['accuracy']['ok']
+    sidecar.write_text(json.dumps(data))
+    trt.fake_state.miscompute = 'wrong'  # the cached engine turns out wrong: removed
+    assert trt_runner(model_dir, tmp_path).name == 'torch'
+    assert not runner.path.exists() and len(trt.fake_state.builds) == 1  # removed, not rebuilt
 
 
 # --------------------------------------------------------------------------- timing, parity

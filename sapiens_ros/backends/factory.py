@@ -106,13 +106,31 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
         return OnnxRuntimeRunner(task, path, device=dev, providers=providers,
                                  model_id=source or str(path), cache_dir=cache_dir, batch=batch,
                                  precision=dtype_name(_dtype(dtype)) if dtype else 'fp32')
-    return _tensorrt_runner(task, source, path, model, size=size, dtype=dtype, device=dev,
-                            input_size=input_size, batch=batch, cuda_graphs=cuda_graphs,
-                            cache_dir=cache_dir, allow_build=allow_build, progress=progress)
+    from .accuracy import EngineAccuracyError
+
+    loader = _loader(task, source, size, model)
+    try:
+        return _tensorrt_runner(task, source, path, loader, size=size, dtype=dtype, device=dev,
+                                input_size=input_size, batch=batch, cuda_graphs=cuda_graphs,
+                                cache_dir=cache_dir, allow_build=allow_build, progress=progress,
+                                given_model=model is not None)
+    except EngineAccuracyError as exc:
+        if path is not None and path.suffix in ONNX_SUFFIXES + ENGINE_SUFFIXES:
+            raise  # the user's own graph: no model to fall back to
+        precision = exc.report.precision
+        LOG.warning('%s. %s runs on the next backend: torch %s', exc, task, precision)
+        from .export import converted
+
+        model = converted(loader(), dev, _dtype(precision))
+        return make_runner(task, 'torch', source, model=model, size=size, dtype=precision,
+                           device=device, cuda_graphs=cuda_graphs, compile=compile,
+                           input_size=input_size, batch=batch)
 
 
-def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_size, batch,
-                     cuda_graphs, cache_dir, allow_build, progress):
+def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_size, batch,
+                     cuda_graphs, cache_dir, allow_build, progress, given_model):
+    from .accuracy import gate, onnx_reference, torch_reference
+    from .artifact_cache import accuracy_record
     from .precision import default_precision, plan_precision
     from .tensorrt_build import (builder_flag_names, graph_info, gpu_identity, import_tensorrt,
                                  require_cuda)
@@ -139,17 +157,16 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
         input_size = graph_input_size(graph) or Size.of(input_size)  # static H, W win
         given = dict(zip(('graph_dtype', 'opset'), graph_info(path, graph), strict=True))
     else:
-        w_hash = checkpoint_fingerprint(source) if model is None else None
+        w_hash = checkpoint_fingerprint(source) if not given_model else None
         if w_hash is None:  # no files to fingerprint: hash the weights themselves
-            model = model if model is not None else load_model(task, source, size=size)
-            w_hash = weights_hash(model)
+            w_hash = weights_hash(loader())
         onnx_path = None
     plan = plan_precision(precision, trt.__version__, compute_capability=cc,
                           builder_flags=builder_flag_names(trt), **given)
     key = EngineKey.for_plan(plan, weights_hash=w_hash, task=task, input_size=input_size,
                              batch=batch, gpu_name=gpu)
     found = cache.lookup(key)
-    if found.hit:  # no export needed
+    if found.hit and accuracy_record(found.path) is not None:  # measured: no export needed
         LOG.info('using %s', found.reason)
         return TensorRTRunner(task, found.path, device=device, model_id=source or '',
                               cuda_graph_batch=graph_batch)
@@ -160,21 +177,46 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
                 f'is disabled. Build it with:\n  '
                 + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
         # Exported and parity-checked on this GPU (ONNX Runtime's CUDA provider if installed).
-        onnx_path = get_onnx(task, _loader(task, source, size, model), input_size=input_size,
+        onnx_path = get_onnx(task, loader, input_size=input_size,
                              batch=batch, dtype=plan.graph_dtype, device=device,
                              cache_dir=cache_dir, model_id=source or '', w_hash=w_hash)
+    user_graph = path is not None and path.suffix in ONNX_SUFFIXES
+    reference = onnx_reference(onnx_path, task) if user_graph else \
+        torch_reference(loader(), task, device)
+    what = f'TensorRT {trt.__version__} engine'
+
+    def measure(engine_path: Path):
+        runner = TensorRTRunner(task, engine_path, device=device)
+        return gate(runner, reference, task=task, precision=plan.precision,
+                    input_size=input_size, batch_range=runner.batch_range, device=device,
+                    what=what)
+
+    if reference is None:
+        LOG.warning('the %s for %s is not measured against an fp32 model (the given graph %s '
+                    'is not fp32, or ONNX Runtime is missing): its outputs are unchecked',
+                    what, task, onnx_path.name)
     engine = get_engine(onnx_path, key, plan, cache=cache, allow_build=allow_build,
                         source=source or '<model>', progress=progress,
-                        device_index=device.index or 0)
+                        device_index=device.index or 0,
+                        gate=measure if reference is not None else None)
+    del reference
     return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
                           cuda_graph_batch=graph_batch)
 
 
 def _loader(task: str, source: str | None, size: str,
             model: torch.nn.Module | None) -> Callable[[], torch.nn.Module]:
-    """Return a loader of the model to export (called only on a cache miss; never cast here)."""
+    """
+    Return a loader of the model to export (called only on a cache miss; never cast here).
+
+    It loads at most once (the export, the accuracy gate and a fallback share the model).
+    """
+    loaded: list[torch.nn.Module] = [] if model is None else [model]
+
     def load() -> torch.nn.Module:
-        return model if model is not None else load_model(task, source, size=size)
+        if not loaded:
+            loaded.append(load_model(task, source, size=size))
+        return loaded[0]
 
     return load
 
