@@ -626,3 +626,86 @@ def test_onnxruntime_tensorrt_provider_options(monkeypatch, cuda, model_dir, cac
     assert options.get('trt_fp16_enable') == flag
     assert 'trt_bf16_enable' not in options
     assert ('removed in TensorRT 11' in caplog.text) is (flag is None)
+
+
+@pytest.mark.parametrize('version,sent', [('1.20.0', False), ('1.23.0', True)])
+def test_jetpack6_onnxruntime_gets_no_bf16_key(monkeypatch, cuda, model_dir, cache_dir,
+                                               version, sent, caplog):
+    """
+    ONNX Runtime before 1.23 (JetPack 6 ships 1.18-1.20) refuses ``trt_bf16_enable``.
+
+    Real ONNX Runtime raises "Invalid TensorRT EP option" and its Python API then falls back to
+    the CUDA provider on GPU 0 with a print; the fake of that version does the same. The runner
+    sends the key only to a version that knows it, and says what the session really got.
+    """
+    ort = make_onnxruntime_gpu(cuda, version)
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    monkeypatch.setattr(tensorrt_build, 'installed_tensorrt_version', lambda: '10.3.0')
+    (graph,) = (cache_dir / 'onnx').glob('pose-*-fp32-*.onnx')
+    refused = ort.InferenceSession(
+        graph, providers=['TensorrtExecutionProvider', 'CPUExecutionProvider'],
+        provider_options=[{'device_id': '1', 'trt_bf16_enable': 'True'}, {}])
+    if not sent:  # what the fake models: the refusal and Python's silent fallback
+        assert ort.ep_errors == ['Invalid TensorRT EP option: trt_bf16_enable']
+        assert refused.get_providers()[0] == 'CUDAExecutionProvider'
+        assert refused.device_id == 0  # the fallback drops every option, the GPU index too
+    ort.ep_errors.clear()
+    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends'):
+        runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:1',
+                             input_size=SIZE, cache_dir=cache_dir, batch='1:2:2', dtype='bf16',
+                             providers=['tensorrt', 'cuda'])
+    session = ort.sessions[-1]
+    assert not ort.ep_errors and session.providers[0] == 'TensorrtExecutionProvider'
+    options = session.get_provider_options()['TensorrtExecutionProvider']
+    assert ('trt_bf16_enable' in options) is sent and options['device_id'] == '1'
+    assert runner.precision == ('bf16' if sent else 'fp32')
+    lines = [r.getMessage() for r in caplog.records]
+    assert any('session: TensorrtExecutionProvider (' + runner.precision + ', device 1)' in line
+               for line in lines), lines
+    assert any('no trt_bf16_enable (added in 1.23)' in line for line in lines) is not sent
+    assert any('dtype bf16 is not applied' in line for line in lines) is not sent
+
+
+def test_onnxruntime_ignored_dtype_is_a_warning(monkeypatch, cuda, model_dir, cache_dir,
+                                                 caplog):
+    """A dtype the CUDA provider does not apply (it never casts a graph) is a warning."""
+    ort = make_onnxruntime_gpu(cuda, '1.20.0')
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    with caplog.at_level(logging.WARNING):
+        runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:0',
+                             input_size=SIZE, cache_dir=cache_dir, dtype='fp16')
+    assert runner.providers[0] == 'CUDAExecutionProvider' and runner.precision == 'fp32'
+    assert 'dtype fp16 is not applied: CUDAExecutionProvider runs the fp32 graph' in caplog.text
+
+
+def test_onnxruntime_tensorrt_engine_is_gated(monkeypatch, cuda, model_dir, cache_dir, caplog):
+    """
+    ONNX Runtime's TensorRT engine is measured once; a wrong one is refused and removed.
+
+    The refused engine's files (written by ONNX Runtime into ``ort_trt/``) are deleted and the
+    head runs on the next provider (CUDA); a correct engine leaves a passing record, and is not
+    measured again while that record stands.
+    """
+    ort = make_onnxruntime_gpu(cuda, '1.20.0')
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    monkeypatch.setattr(tensorrt_build, 'installed_tensorrt_version', lambda: '10.3.0')
+    options = {'device': 'cuda:0', 'input_size': SIZE, 'cache_dir': cache_dir,
+               'batch': '1:2:2', 'dtype': 'fp16', 'providers': ['tensorrt', 'cuda']}
+    ort.miscompute = 'wrong'
+    with caplog.at_level(logging.WARNING):
+        runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), **options)
+    assert runner.providers[0] == 'CUDAExecutionProvider'
+    assert not list((cache_dir / 'ort_trt').glob('*.engine'))  # ORT's engine removed
+    lines = [r.getMessage() for r in caplog.records if 'refused' in r.getMessage()]
+    assert len(lines) == 1 and 'ONNX Runtime 1.20.0 TensorRT 10.3.0 engine for pose' in lines[0]
+    assert 'next provider: CUDAExecutionProvider' in lines[0]
+    ort.miscompute = None
+    runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), **options)
+    assert runner.providers[0] == 'TensorrtExecutionProvider'
+    (record,) = (cache_dir / 'ort_trt').glob('*.accuracy.json')
+    assert '-fp16-b1-2-2-ort1.20.0-trt10.3.0-' in record.name
+    ort.miscompute = 'wrong'  # measured once: the record stands, nothing is run again
+    again = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), **options)
+    assert again.providers[0] == 'TensorrtExecutionProvider'
