@@ -18,10 +18,12 @@ A fake of the ``torch.cuda`` API surface the backends use, for a machine without
 What it models:
 
 * devices: ``torch.cuda.device`` guards (a stack of current device indices), ``current_device``,
-  ``get_device_properties`` (name and compute capability per index);
+  ``get_device_properties`` (name and compute capability per index); as in CUDA, the current
+  device is per thread (every thread starts on device 0, whatever another thread selected);
 * streams: ``torch.cuda.Stream`` objects with unique handles, the legacy default stream of each
   device (handle 0) as the initial current stream, ``current_stream``, ``stream(s)`` contexts,
-  and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`;
+  and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`; the current stream
+  of each device is per thread, as CUDA's;
 * asynchrony: work launched through :meth:`FakeCuda.launch` (the fake TensorRT's engine runs,
   graph replays) is queued on its stream and runs only when something orders it: a torch
   operation on that stream (torch kernels run on the current stream, after its queued work),
@@ -30,8 +32,10 @@ What it models:
   producer's stream reads stale memory, as on a GPU;
 * CUDA graphs: ``CUDAGraph``, ``graph(g, pool=..., stream=..., capture_error_mode=...)``
   capture contexts on a fresh capture stream, ``graph_pool_handle``. Work launched on the
-  capturing stream is recorded into the graph instead of running; ``replay()`` queues it on the
-  current stream, on the memory it was captured with. A capture fails as CUDA's does: a
+  capturing stream is recorded into the graph instead of running, and so is every torch op the
+  capturing thread calls (it also runs once, as the capture's result); ``replay()`` queues them
+  on the current stream, in capture order, on the memory they were captured with (each op
+  runs again on its captured arguments and writes into the tensors it returned at capture). A capture fails as CUDA's does: a
   ``synchronize`` (or a launch on a legacy default stream) during a capture, from any thread in
   ``global`` mode or from the capturing thread in ``thread_local`` mode, raises and invalidates
   it, and ``capture_end`` then raises ``cudaErrorStreamCaptureInvalidated``;
@@ -42,15 +46,17 @@ What it models:
 * device memory: while installed, a ``TorchFunctionMode`` turns every tensor placed on
   ``cuda[:N]`` (factory functions' ``device=``, ``Tensor.to``, ``Tensor.cuda``) into host
   memory, so ``data_ptr()`` addresses are real and the fake TensorRT / ONNX Runtime read and
-  write through them.
+  write through them. torch's function modes are per thread: a thread a test starts enters it
+  with :meth:`FakeCuda.on_this_thread`.
 
 What it does not model: torch kernels themselves running asynchronously (they run when called,
 after the queued work of the current stream, so a missing wait *before* a launch cannot be
-seen, only a missing wait after one), kernel timing, memory pools' addresses, per-thread current
-streams, peer access, the legacy stream's implicit synchronisation with blocking streams (torch's
-streams are non-blocking), torch kernels inside a captured region (only :meth:`launch` work is
-recorded into a graph), and torch internals that need a CUDA build of torch (``torch.export``
-fails under the fake: export graphs before installing it).
+seen, only a missing wait after one), kernel timing, memory pools' addresses, peer access, the
+legacy stream's implicit synchronisation with blocking streams (torch's streams are
+non-blocking), host synchronisations by torch ops during a capture (``.item()`` and ``.cpu()``
+cannot be told from CPU work here), Python control flow that a replay cannot repeat (as on a
+GPU, it is fixed at capture), and torch internals that need a CUDA build of torch
+(``torch.export`` fails under the fake: export graphs before installing it).
 """
 
 from __future__ import annotations
@@ -85,6 +91,19 @@ def _is_cuda(value) -> bool:
     return isinstance(value, str) and value.startswith('cuda')
 
 
+def _write_into(old, new) -> None:
+    """Write a replayed op's result into the tensors its capture returned (views: already)."""
+    if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+        if old.untyped_storage().data_ptr() != new.untyped_storage().data_ptr():
+            old.copy_(new)
+    elif isinstance(old, (tuple, list)) and isinstance(new, (tuple, list)):
+        for a, b in zip(old, new, strict=True):
+            _write_into(a, b)
+    elif isinstance(old, dict) and isinstance(new, dict):
+        for key in old:
+            _write_into(old[key], new[key])
+
+
 class CaptureInvalidated(RuntimeError):
     """What CUDA reports for an operation that is not permitted while a stream is capturing."""
 
@@ -97,8 +116,11 @@ class _HostMemory(TorchFunctionMode):
         self._cuda = cuda
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self._cuda.flush_current()  # torch kernels run on the current stream, in order
+        cuda = self._cuda
         kwargs = dict(kwargs or {})
+        if getattr(cuda._threads, 'replaying', False):  # a graph's recorded op, run again
+            return func(*args, **kwargs)
+        cuda.flush_current()  # torch kernels run on the current stream, in order
         if _is_cuda(kwargs.get('device')):
             kwargs['device'] = 'cpu'
         name = getattr(func, '__name__', '')
@@ -106,7 +128,9 @@ class _HostMemory(TorchFunctionMode):
             args = tuple('cpu' if _is_cuda(a) else a for a in args)
         elif name == 'cuda':
             return args[0]
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        cuda.record_torch(func, args, kwargs, out)
+        return out
 
 
 class FakeStream:
@@ -159,9 +183,8 @@ class FakeCuda:
         self.log: list[tuple] = []
         self.during_capture = None  # callback run inside the next capture (then cleared)
         self._handles = itertools.count(0x1000, 0x10)
-        self._devices = [0]  # stack of current device indices (guards push and pop)
         self._legacy = {i: FakeStream(self, i, 0) for i in range(len(self.gpus))}
-        self._current = dict(self._legacy)  # device index -> current stream
+        self._threads = threading.local()  # CUDA keeps the current device and streams per thread
         self._capturing: dict[int, _Capture] = {}  # capture stream handle -> capture
         self._queues: dict[int, collections.deque] = collections.defaultdict(collections.deque)
         self._lock = threading.RLock()
@@ -169,9 +192,37 @@ class FakeCuda:
 
     # ------------------------------------------------------------------ queries for tests
     @property
+    def _devices(self) -> list[int]:
+        """This thread's stack of current device indices (guards push and pop; starts at 0)."""
+        state = self._threads
+        if not hasattr(state, 'devices'):
+            state.devices = [0]
+        return state.devices
+
+    @property
+    def _current(self) -> dict[int, FakeStream]:
+        """This thread's current stream per device (starts at each device's legacy stream)."""
+        state = self._threads
+        if not hasattr(state, 'current'):
+            state.current = dict(self._legacy)
+        return state.current
+
+    @property
     def current_device_index(self) -> int:
-        """Return the device the innermost guard selected."""
+        """Return the device the innermost guard of this thread selected."""
         return self._devices[-1]
+
+    @contextlib.contextmanager
+    def on_this_thread(self):
+        """
+        Place cuda tensors in host memory on the calling thread too (for a test's threads).
+
+        torch's function modes are per thread, as CUDA's current device and streams are: a thread
+        the test starts enters the fake's host-memory mode with this.
+        """
+        mode = _HostMemory(self)
+        with mode:
+            yield
 
     def events(self, kind: str) -> list[tuple]:
         """Return the logged events of one kind."""
@@ -188,11 +239,28 @@ class FakeCuda:
         return handle in self._capturing
 
     # ------------------------------------------------------------------ work
+    def record_torch(self, func, args, kwargs, out) -> None:
+        """Record a torch op into the graph this thread is capturing on its current stream."""
+        stream = self._current.get(self.current_device_index)
+        capture = self._capturing.get(stream.cuda_stream) if stream is not None else None
+        if capture is None or capture.thread != threading.get_ident():
+            return
+
+        def rerun():
+            self._threads.replaying = True
+            try:
+                _write_into(out, func(*args, **kwargs))
+            finally:
+                self._threads.replaying = False
+
+        capture.graph.steps.append(rerun)
+
     def launch(self, handle: int, work) -> None:
         """Queue ``work`` on stream ``handle``, or capture it."""
         capture = self._capturing.get(handle)
         if capture is not None:
             capture.graph.launches.append(work)
+            capture.graph.steps.append(work)
             self.log.append(('captured', handle))
             return
         if handle == 0:
@@ -248,16 +316,17 @@ class FakeCuda:
             """A ``torch.cuda.CUDAGraph``: replays the launches recorded while it was captured."""
 
             def __init__(self) -> None:
-                self.launches: list = []
+                self.launches: list = []  # work launched through FakeCuda.launch
+                self.steps: list = []  # those launches and the torch ops, in capture order
                 self.pool = None
                 self.replays = 0
 
             def replay(self) -> None:
-                """Queue every recorded launch on the current stream, on its captured memory."""
+                """Queue every recorded step on the current stream, on its captured memory."""
                 self.replays += 1
                 stream = cuda._current_stream()
                 cuda.log.append(('replay', stream.cuda_stream))
-                for work in self.launches:
+                for work in self.steps:
                     cuda.launch(stream.cuda_stream, work)
 
         return CUDAGraph
@@ -348,6 +417,7 @@ class FakeCuda:
             self.log.append(('capture_end', capture_stream.cuda_stream))
         if capture.invalid is not None:
             graph.launches.clear()
+            graph.steps.clear()
             raise CaptureInvalidated(f'fake CUDA: cudaErrorStreamCaptureInvalidated: '
                                      f'{capture.invalid}')
 

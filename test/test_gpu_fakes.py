@@ -301,7 +301,6 @@ def test_capture_is_thread_local(monkeypatch, cuda, model_dir, tmp_path):
     the ROS executor) invalidates the capture.
     """
     use_tensorrt(monkeypatch, cuda, '10.3.0')
-    runner = trt_runner(model_dir, tmp_path, batch='1:2:2', cuda_graphs=True)
     errors = []
 
     def other_thread():
@@ -316,10 +315,90 @@ def test_capture_is_thread_local(monkeypatch, cuda, model_dir, tmp_path):
         worker.join()
 
     cuda.during_capture = during_capture
+    runner = trt_runner(model_dir, tmp_path, batch='1:2:2', cuda_graphs=True)  # captures now
     x = torch.randn(2, 3, *SIZE)
     close(runner(x)['heatmaps'], reference(model_dir, 'pose', x)['heatmaps'])
     assert not errors and len(runner._graphs.captured) == 1
     assert cuda.events('capture_begin')[0][3] == 'thread_local'
+
+
+@pytest.mark.parametrize('flip_test', [False, True])
+def test_torch_graphs_are_captured_at_configure_only(monkeypatch, cuda, model_dir, flip_test):
+    """
+    Torch CUDA graphs: every capture happens when the runner is made, whatever comes later.
+
+    The pose runner of a pipeline config with max_persons 4 captures its crop batches (1, 2, 4;
+    with flip_test 1, 2, 4, 8) at configure. Then person counts go up and down, past the
+    maximum too: no capture follows, every batch replays captured graphs, outputs are right.
+    """
+    from sapiens_ros.backends.factory import graph_batches_of
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
+
+    batches = graph_batches_of('pose', PipelineConfig(max_persons=4, flip_test=flip_test))
+    assert batches == ((1, 2, 4, 8) if flip_test else (1, 2, 4))
+    assert graph_batches_of('seg', PipelineConfig(max_persons=4)) == (1,)
+    runner = make_runner('pose', 'torch', str(model_dir / 'pose'), device='cuda:0',
+                         input_size=SIZE, cuda_graphs=True, graph_batches=batches)
+    assert runner.name == 'torch+cudagraphs'
+    captured = len(cuda.events('capture_begin'))
+    assert captured == len(batches)
+    for persons in (3, 1, 0, 4, 7, 2, 9):
+        n = persons * (2 if flip_test else 1)
+        if n == 0:
+            continue  # the pipeline runs no pose forward without a person
+        x = torch.randn(n, 3, *SIZE)
+        close(runner(x)['heatmaps'], reference(model_dir, 'pose', x)['heatmaps'])
+    assert len(cuda.events('capture_begin')) == captured  # nothing captured mid-stream
+    assert cuda.events('replay')
+
+
+def test_a_thread_without_its_device_guard_is_caught(monkeypatch, cuda, model_dir, tmp_path):
+    """
+    Two threads, two GPUs: the per-thread current device catches a forgotten device guard.
+
+    Thread A holds a guard for cuda:1 while thread B runs the cuda:1 engine. The runner's own
+    guard makes B right; without it B runs on its own current device (0, CUDA's per-thread
+    default) and TensorRT refuses the engine. A fake with one current device for the process
+    would let B borrow A's guard and pass by luck.
+    """
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path)  # built and loaded on cuda:1
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
+
+    def run_in_threads(fn):
+        holding, done, results = threading.Event(), threading.Event(), {}
+
+        def thread_a():
+            with cuda.on_this_thread(), torch.cuda.device(1):
+                holding.set()
+                done.wait(timeout=600)
+
+        def thread_b():
+            holding.wait(timeout=600)
+            try:
+                with cuda.on_this_thread():
+                    results['b'] = fn(x)
+            except Exception as exc:  # noqa: B902 - recorded for the assertion
+                results['b'] = exc
+            finally:
+                done.set()
+
+        threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=600)
+        return results['b']
+
+    close(run_in_threads(runner)['heatmaps'], want)  # the runner's guard: right
+
+    def unguarded(x):  # the runner's body without its device guard
+        return runner._run(x.to(runner.device).contiguous())
+
+    error = run_in_threads(unguarded)
+    assert isinstance(error, EngineError) and 'execution failed' in str(error)
+    assert cuda.current_device_index == 0  # the main thread never saw either guard
 
 
 # --------------------------------------------------------------------------- TensorRT build

@@ -73,7 +73,7 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
                 compile: bool | str = False,  # noqa: A002 - torch.compile on/off or mode
                 cuda_graphs: bool = False, providers: Sequence[str] | None = None,
                 cache_dir: str | Path | None = None, allow_build: bool = True,
-                progress: bool = True):
+                progress: bool = True, graph_batches: tuple[int, ...] | None = None):
     """
     Build the runner of ``task`` on ``backend``.
 
@@ -81,7 +81,9 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
     already loaded model instead. ``dtype``: torch weights dtype (default fp32), or the TensorRT
     engine precision (default bf16 on compute capability >= 8.0, else fp16). ``batch``: the engine
     profile ``min:opt:max``. ``allow_build=False`` makes a missing engine an error that prints
-    the export command instead of a minutes-long build.
+    the export command instead of a minutes-long build. ``graph_batches``: the batch sizes
+    torch captures CUDA graphs for, at once (default :func:`graph_batches_of` the default
+    pipeline config).
     """
     backend = check_backend(backend)
     dev = parse_device(device)
@@ -94,8 +96,10 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
             model = load_model(task, source, size=size, dtype=dtype or 'fp32', device=dev)
         else:
             model = model.to(dev)
-        return AcceleratedTorchRunner(task, model, source or '', compile=compile,
-                                      cuda_graphs=cuda_graphs)
+        return AcceleratedTorchRunner(
+            task, model, source or '', compile=compile, cuda_graphs=cuda_graphs,
+            graph_batches=graph_batches or graph_batches_of(task, PipelineConfig()),
+            input_size=tuple(input_size), device=dev)
     if backend == 'onnxruntime':
         from .onnxruntime_runner import OnnxRuntimeRunner
 
@@ -137,7 +141,7 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
         model = converted(loader(), dev, _dtype(precision))
         return make_runner(task, 'torch', source, model=model, size=size, dtype=precision,
                            device=device, cuda_graphs=cuda_graphs, compile=compile,
-                           input_size=input_size, batch=batch)
+                           input_size=input_size, batch=batch, graph_batches=graph_batches)
 
 
 def _accuracy_error():
@@ -276,6 +280,21 @@ def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_s
                           cuda_graph_batch=graph_batch)
 
 
+def graph_batches_of(task: str, config: PipelineConfig) -> tuple[int, ...]:
+    """
+    Return the batch sizes the pipeline's plan runs ``task`` at, to capture CUDA graphs for.
+
+    Dense heads run one frame at a time (1; a multi-camera step replays it per frame). Pose runs
+    the step's person crops, doubled with ``flip_test``: the powers of two up to that maximum
+    (:func:`~.cuda_graphs.bucket_batches`), whose sums cover every crop count without padding.
+    """
+    from .cuda_graphs import bucket_batches
+
+    if task != 'pose':
+        return (1,)
+    return bucket_batches(config.max_persons * (2 if config.flip_test else 1))
+
+
 def _loader(task: str, source: str | None, size: str,
             model: torch.nn.Module | None) -> Callable[[], torch.nn.Module]:
     """
@@ -315,7 +334,8 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
 
         runners = {}
         for seed, task in enumerate(tasks):
-            options = {**kwargs, 'input_size': _task_size(kwargs, task)}
+            options = {**kwargs, 'input_size': _task_size(kwargs, task),
+                       'graph_batches': _task_batches(kwargs, task)}
             runner = make_runner(task, backend, model=random_model(
                 task, seed=seed, input_size=options['input_size']), **options)
             runner.model_id = f'random-tiny-{task}'
@@ -323,8 +343,15 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
         return runners
     sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
     return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE,
-                           **{**kwargs, 'input_size': _task_size(kwargs, t)})
+                           **{**kwargs, 'input_size': _task_size(kwargs, t),
+                              'graph_batches': _task_batches(kwargs, t)})
             for t, s in sources.items()}
+
+
+def _task_batches(options: Mapping, task: str) -> tuple[int, ...] | None:
+    """``options['graph_batches']``: one tuple for every task, or a ``{task: tuple}``."""
+    batches = options.get('graph_batches')
+    return batches.get(task) if isinstance(batches, Mapping) else batches
 
 
 def _task_size(options: Mapping, task: str) -> tuple[int, int]:
@@ -373,6 +400,7 @@ def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
     config = dataclasses.replace(config, input_sizes=task_input_sizes(
         tasks, config.input_size, config.input_sizes, _size_configs(tasks, sources)))
     runner_options['input_size'] = dict(config.input_sizes)
+    runner_options.setdefault('graph_batches', {t: graph_batches_of(t, config) for t in tasks})
     runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
                             dtype=dtype, device=device, random_weights=random_weights,
                             **runner_options)
