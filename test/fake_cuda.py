@@ -108,6 +108,51 @@ class CaptureInvalidated(RuntimeError):
     """What CUDA reports for an operation that is not permitted while a stream is capturing."""
 
 
+class FakeDeviceTensor(torch.Tensor):
+    """
+    A host tensor that says it is on a CUDA device (``FakeCuda(gpu_tensors=True)``).
+
+    ``device`` and ``is_cuda`` report the fake GPU, so code that branches on them takes its GPU
+    branch; the data stays in host memory. As on a GPU, ``numpy()`` refuses it and ``cpu()``
+    copies it into a plain host tensor. Ops on it return it again (the fake's torch function
+    mode wraps their outputs).
+    """
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+    fake_index = 0
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device('cuda', self.fake_index)
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+
+def _on_device(value, index: int):
+    """Wrap every tensor in ``value`` as a FakeDeviceTensor of device ``index``."""
+    if isinstance(value, torch.Tensor):
+        if isinstance(value, FakeDeviceTensor) and value.fake_index == index:
+            return value
+        out = value.as_subclass(FakeDeviceTensor)
+        out.fake_index = index
+        return out
+    if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size):
+        return type(value)(_on_device(v, index) for v in value) \
+            if not hasattr(value, '_fields') else type(value)(*(_on_device(v, index)
+                                                                for v in value))
+    return value
+
+
+def _fake_index_of(args, kwargs) -> int | None:
+    """Return the fake device of the first FakeDeviceTensor among an op's arguments."""
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten((args, kwargs))
+    return next((t.fake_index for t in leaves if isinstance(t, FakeDeviceTensor)), None)
+
+
 class _HostMemory(TorchFunctionMode):
     """Place every ``cuda`` tensor in host memory; order torch ops after their stream's work."""
 
@@ -121,15 +166,41 @@ class _HostMemory(TorchFunctionMode):
         if getattr(cuda._threads, 'replaying', False):  # a graph's recorded op, run again
             return func(*args, **kwargs)
         cuda.flush_current()  # torch kernels run on the current stream, in order
-        if _is_cuda(kwargs.get('device')):
-            kwargs['device'] = 'cpu'
         name = getattr(func, '__name__', '')
+        target = None  # the fake device an op places its result on (gpu_tensors mode)
+        if _is_cuda(kwargs.get('device')):
+            target = _index(kwargs['device'], cuda.current_device_index)
+            kwargs['device'] = 'cpu'
         if name == 'to':
+            moved = [a for a in args[1:] if _is_cuda(a)]
+            target = _index(moved[0], cuda.current_device_index) if moved else target
             args = tuple('cpu' if _is_cuda(a) else a for a in args)
         elif name == 'cuda':
+            if not cuda.gpu_tensors:
+                return args[0]
+            target = _index(args[1] if len(args) > 1 else kwargs.get('device'),
+                            cuda.current_device_index)
+            return _on_device(args[0].as_subclass(torch.Tensor), target)
+        elif name == 'pin_memory':  # no page-locked memory without CUDA: the host tensor
             return args[0]
+        if cuda.gpu_tensors:
+            source = _fake_index_of(args, kwargs)
+            if name == 'numpy' and source is not None:
+                raise TypeError(f"can't convert cuda:{source} device type tensor to numpy. Use "
+                                f'Tensor.cpu() to copy the tensor to host memory first.')
+            if name == 'cpu' or (name == 'to' and target is None and any(
+                    a == 'cpu' or a == torch.device('cpu') for a in (*args[1:],
+                                                                      kwargs.get('device')))):
+                return args[0].as_subclass(torch.Tensor).clone() if source is not None \
+                    else func(*args, **kwargs)
+            if target is None and name not in ('item', 'tolist'):
+                target = source
         out = func(*args, **kwargs)
         cuda.record_torch(func, args, kwargs, out)
+        in_place = name.endswith('_') and args and out is args[0]  # keeps its own device
+        if cuda.gpu_tensors and target is not None and not in_place:
+            cuda.device_ops.append(name)
+            return _on_device(out, target)
         return out
 
 
@@ -178,8 +249,12 @@ class _Capture:
 class FakeCuda:
     """Installs the fake into ``torch.cuda`` with pytest's ``monkeypatch``."""
 
-    def __init__(self, gpus: list[GpuSpec] | None = None) -> None:
+    def __init__(self, gpus: list[GpuSpec] | None = None, gpu_tensors: bool = False) -> None:
         self.gpus = gpus or [GpuSpec(), GpuSpec()]
+        #: Tensors placed on cuda are :class:`FakeDeviceTensor` (they report the GPU), so code
+        #: takes its GPU branches; off by default (the backends' tests need plain tensors).
+        self.gpu_tensors = gpu_tensors
+        self.device_ops: list[str] = []  # ops that returned a FakeDeviceTensor
         self.log: list[tuple] = []
         self.during_capture = None  # callback run inside the next capture (then cleared)
         self._handles = itertools.count(0x1000, 0x10)
