@@ -35,12 +35,12 @@ What it models:
   capturing stream is recorded into the graph instead of running, and so is every torch op the
   capturing thread calls (it also runs once, as the capture's result); ``replay()`` queues them
   on the current stream, in capture order, on the memory they were captured with (each op
-  runs again on its captured arguments and writes into the tensors it returned at capture). A capture fails as CUDA's does: a
-  ``synchronize`` (or a launch on a legacy default stream) during a capture, from any thread in
-  ``global`` mode or from the capturing thread in ``thread_local`` mode, raises and invalidates
-  it, and ``capture_end`` then raises ``cudaErrorStreamCaptureInvalidated``;
-  :attr:`FakeCuda.during_capture` runs a callback (e.g. another thread's work) inside the next
-  capture;
+  runs again on its captured arguments and writes into the tensors it returned at capture).
+  A capture fails as CUDA's does: a ``synchronize`` (or a launch on a legacy default stream)
+  during a capture, from any thread in ``global`` mode or from the capturing thread in
+  ``thread_local`` mode, raises and invalidates it, and ``capture_end`` then raises
+  ``cudaErrorStreamCaptureInvalidated``; :attr:`FakeCuda.during_capture` runs a callback (e.g.
+  another thread's work) inside the next capture;
 * events: ``torch.cuda.Event(enable_timing=True)`` recorded on a stream (logged with the
   stream's device), ``synchronize``, ``elapsed_time`` (host clock);
 * device memory: while installed, a ``TorchFunctionMode`` turns every tensor placed on
@@ -188,9 +188,9 @@ class _HostMemory(TorchFunctionMode):
             if name == 'numpy' and source is not None:
                 raise TypeError(f"can't convert cuda:{source} device type tensor to numpy. Use "
                                 f'Tensor.cpu() to copy the tensor to host memory first.')
-            if name == 'cpu' or (name == 'to' and target is None and any(
-                    a == 'cpu' or a == torch.device('cpu') for a in (*args[1:],
-                                                                      kwargs.get('device')))):
+            to_host = name == 'to' and target is None and any(
+                a in ('cpu', torch.device('cpu')) for a in (*args[1:], kwargs.get('device')))
+            if name == 'cpu' or to_host:
                 return args[0].as_subclass(torch.Tensor).clone() if source is not None \
                     else func(*args, **kwargs)
             if target is None and name not in ('item', 'tolist'):
@@ -268,7 +268,7 @@ class FakeCuda:
     # ------------------------------------------------------------------ queries for tests
     @property
     def _devices(self) -> list[int]:
-        """This thread's stack of current device indices (guards push and pop; starts at 0)."""
+        """Return this thread's stack of current device indices (guards push and pop)."""
         state = self._threads
         if not hasattr(state, 'devices'):
             state.devices = [0]
@@ -276,7 +276,7 @@ class FakeCuda:
 
     @property
     def _current(self) -> dict[int, FakeStream]:
-        """This thread's current stream per device (starts at each device's legacy stream)."""
+        """Return this thread's current stream per device (first: each legacy stream)."""
         state = self._threads
         if not hasattr(state, 'current'):
             state.current = dict(self._legacy)

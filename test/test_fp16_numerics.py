@@ -34,7 +34,7 @@ ATOL, RTOL = TOLERANCES[torch.float16]
 
 
 def plain_rms_norm(self, hidden_states):
-    """An RMSNorm in its input's dtype (as ``nn.RMSNorm`` runs in fp16): x**2 in fp16."""
+    """Compute an RMSNorm in its input's dtype (as ``nn.RMSNorm`` in fp16): x**2 in fp16."""
     variance = hidden_states.pow(2).mean(-1, keepdim=True)
     return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
 
@@ -73,7 +73,7 @@ def test_converted_keeps_fp32_buffers(high_norm_model):
 
 
 def test_rms_norm_must_compute_in_fp32(high_norm_model, monkeypatch):
-    """transformers' RMSNorm holds fp16 on high-norm tokens; a plain fp16 one overflows."""
+    """The RMSNorm of transformers holds fp16 on high-norm tokens; a plain fp16 one overflows."""
     x = torch.randn(1, 3, *SIZE, generator=torch.Generator().manual_seed(1))
     ref = reference(high_norm_model, x)
     assert fp16_error(high_norm_model, x, ref) <= RTOL

@@ -747,7 +747,7 @@ def test_jetpack6_onnxruntime_gets_no_bf16_key(monkeypatch, cuda, model_dir, cac
 
 
 def test_onnxruntime_ignored_dtype_is_a_warning(monkeypatch, cuda, model_dir, cache_dir,
-                                                 caplog):
+                                                caplog):
     """A dtype the CUDA provider does not apply (it never casts a graph) is a warning."""
     ort = make_onnxruntime_gpu(cuda, '1.20.0')
     monkeypatch.setitem(sys.modules, 'onnxruntime', ort)

@@ -100,7 +100,7 @@ class CudaGraphCache:
         """
         if self.device.type != 'cuda':
             return
-        for batch in sorted(set(int(b) for b in batches)):
+        for batch in sorted({int(b) for b in batches}):
             x = torch.zeros((batch, *shape), dtype=dtype, device=self.device)
             if _key(x) not in self._graphs:
                 self._graphs[_key(x)] = self._capture(x)

@@ -275,7 +275,6 @@ def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_s
                         source=source or '<model>', progress=progress,
                         device_index=device.index or 0,
                         gate=measure if reference is not None else None)
-    del reference
     return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
                           cuda_graph_batch=graph_batch)
 
