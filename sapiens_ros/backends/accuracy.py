@@ -177,6 +177,20 @@ def gate(engine: Callable[[torch.Tensor], Mapping[str, torch.Tensor]],
     return report
 
 
+def tensorrt_gate(task: str, reference, *, precision: str, input_size: tuple[int, int],
+                  device: torch.device, trt_version: str):
+    """Return the gate of TensorRT engine files for ``get_engine`` (``gate(path)``)."""
+    def measure(path) -> AccuracyReport:
+        from .tensorrt_runner import TensorRTRunner
+
+        runner = TensorRTRunner(task, path, device=device)
+        return gate(runner, reference, task=task, precision=precision, input_size=input_size,
+                    batch_range=runner.batch_range, device=device,
+                    what=f'TensorRT {trt_version} engine')
+
+    return measure
+
+
 def torch_reference(model: torch.nn.Module, task: str, device: torch.device):
     """Return the fp32 reference function of ``model`` on ``device`` (a converted copy)."""
     from .export import converted

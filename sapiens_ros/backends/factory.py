@@ -205,7 +205,7 @@ def _gate_ort_tensorrt(runner, loader: Callable[[], torch.nn.Module] | None,
 
 def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_size, batch,
                      cuda_graphs, cache_dir, allow_build, progress, given_model):
-    from .accuracy import gate, onnx_reference, torch_reference
+    from .accuracy import onnx_reference, tensorrt_gate, torch_reference
     from .artifact_cache import accuracy_record
     from .precision import default_precision, plan_precision
     from .tensorrt_build import (builder_flag_names, graph_info, gpu_identity, import_tensorrt,
@@ -246,7 +246,7 @@ def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_s
         LOG.info('using %s', found.reason)
         return TensorRTRunner(task, found.path, device=device, model_id=source or '',
                               cuda_graph_batch=graph_batch)
-    if onnx_path is None:
+    if onnx_path is None and not found.hit:  # a hit without a report is measured, not rebuilt
         if not allow_build:
             raise EngineNotBuiltError(
                 f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
@@ -259,23 +259,17 @@ def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_s
     user_graph = path is not None and path.suffix in ONNX_SUFFIXES
     reference = onnx_reference(onnx_path, task) if user_graph else \
         torch_reference(loader(), task, device)
-    what = f'TensorRT {trt.__version__} engine'
-
-    def measure(engine_path: Path):
-        runner = TensorRTRunner(task, engine_path, device=device)
-        return gate(runner, reference, task=task, precision=plan.precision,
-                    input_size=input_size, batch_range=runner.batch_range, device=device,
-                    what=what)
-
     if reference is None:
-        LOG.warning('the %s for %s is not measured against an fp32 model (the given graph %s '
-                    'is not fp32, or ONNX Runtime is missing): its outputs are unchecked',
-                    what, task, onnx_path.name)
-    engine = get_engine(onnx_path, key, plan, cache=cache, allow_build=allow_build,
+        LOG.warning('the TensorRT %s engine for %s is not measured against an fp32 model (the '
+                    'given graph %s is not fp32, or ONNX Runtime is missing): its outputs are '
+                    'unchecked', trt.__version__, task, Path(onnx_path).name)
+    measure = tensorrt_gate(task, reference, precision=plan.precision, input_size=input_size,
+                            device=device, trt_version=trt.__version__)
+    engine = get_engine(onnx_path or found.path, key, plan, cache=cache, allow_build=allow_build,
                         source=source or '<model>', progress=progress,
                         device_index=device.index or 0,
                         gate=measure if reference is not None else None)
-    return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
+    return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path or engine),
                           cuda_graph_batch=graph_batch)
 
 
