@@ -31,7 +31,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 import functools
+import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -226,3 +228,54 @@ def onnx_reference(onnx_path, task: str):
         return {n: torch.from_numpy(v) for n, v in zip(names, values, strict=True)}
 
     return run
+
+
+def gate_ort_tensorrt(runner, loader: Callable[[], torch.nn.Module] | None,
+                      cache_dir: str | Path | None, started: float) -> None:
+    """
+    Measure ONNX Runtime's TensorRT engine against the fp32 model once per engine.
+
+    ONNX Runtime builds and caches that engine itself (``ort_trt/`` of the cache dir), so the
+    report goes to a record beside it, named after the graph, precision, batch profile, ONNX
+    Runtime, TensorRT and GPU; while it exists and passed, nothing is measured again. A refused
+    engine has the files ONNX Runtime wrote since ``started`` removed, and raises
+    :class:`EngineAccuracyError`.
+    """
+    from .artifact_cache import default_cache_dir
+    from .artifacts import atomic_write
+    from .tensorrt_build import installed_tensorrt_version
+
+    trt_version = installed_tensorrt_version() or 'unknown'
+    folder = (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / 'ort_trt'
+    gpu = torch.cuda.get_device_name(runner.device.index or 0) \
+        if runner.device.type == 'cuda' else 'cpu'
+    profile = 'b' + '-'.join(map(str, runner.batch_profile))
+    name = '-'.join([runner.path.stem, runner.precision, profile,
+                     f'ort{runner.ort_version}', f'trt{trt_version}',
+                     ''.join(c if c.isalnum() else '_' for c in gpu)])
+    record = folder / f'{name}.accuracy.json'
+    try:
+        if json.loads(record.read_text()).get('ok'):
+            return
+    except (OSError, ValueError):
+        pass
+    reference = torch_reference(loader(), runner.task, runner.device) if loader is not None \
+        else onnx_reference(runner.path, runner.task)
+    what = f'ONNX Runtime {runner.ort_version} TensorRT {trt_version} engine'
+    if reference is None:
+        LOG.warning('the %s for %s is not measured against an fp32 model (the given graph is '
+                    'not fp32): its outputs are unchecked', what, runner.task)
+        return
+    # ONNX Runtime's TensorRT builds "fp32" with TF32 on (no option clears it): TF32 tolerance.
+    precision = 'tf32' if runner.precision == 'fp32' else runner.precision
+    try:
+        report = gate(runner, reference, task=runner.task, precision=precision,
+                      input_size=runner.input_size, batch_range=runner.batch_profile[::2],
+                      device=runner.device, what=what)
+    except EngineAccuracyError:
+        for stale in folder.glob('*') if folder.is_dir() else ():
+            if stale.is_file() and stale.stat().st_mtime >= started - 1.0:
+                stale.unlink(missing_ok=True)  # the engine ONNX Runtime cached
+        raise
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(record, (json.dumps(report.to_json(), indent=2) + '\n').encode())

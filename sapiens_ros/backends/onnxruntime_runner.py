@@ -125,8 +125,8 @@ class OnnxRuntimeRunner:
         self.device = parse_device(device)
         self.dtype = torch.float32
         self.providers = choose_providers(ort.get_available_providers(), self.device, providers)
-        self._batch, self._precision = batch, precision
-        self._ort_version = str(getattr(ort, '__version__', '')) or None
+        self.batch_profile, self._precision = batch, precision
+        self.ort_version = str(getattr(ort, '__version__', '')) or None
         on_cuda = self.device.type == 'cuda' and torch.cuda.is_available()
         self._stream = torch.cuda.Stream(self.device) if on_cuda else None
         options = ort.SessionOptions()
@@ -233,7 +233,7 @@ class OnnxRuntimeRunner:
         folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         h, w = self._graph_size or (0, 0)
         name = INPUT_NAME
-        profile = [f'{name}:{b}x3x{h}x{w}' for b in self._batch]
+        profile = [f'{name}:{b}x3x{h}x{w}' for b in self.batch_profile]
         opts = {'trt_engine_cache_enable': 'True',
                 'trt_engine_cache_path': str(folder / 'ort_trt'),
                 'trt_timing_cache_enable': 'True',
@@ -243,7 +243,7 @@ class OnnxRuntimeRunner:
                         trt_profile_max_shapes=profile[2])
         flags, note = ort_tensorrt_precision(self._precision, installed_tensorrt_version(),
                                              self.metadata.get('dtype', 'fp32'),
-                                             self._ort_version)
+                                             self.ort_version)
         if note:
             LOG.warning(note)
         opts.update(flags)
