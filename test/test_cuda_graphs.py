@@ -136,3 +136,35 @@ def test_cpu_cache_captures_nothing():
     graphs.capture((1, 2), SHAPE)
     assert not graphs.captured
     assert torch.equal(graphs(inputs(2))['heatmaps'], head(inputs(2))['heatmaps'])
+
+
+def test_pipeline_captures_at_configure_whatever_the_person_count(cuda, astronaut):
+    """
+    A pipeline with torch CUDA graphs captures while it is loaded, then never again.
+
+    Person counts go up and down, past max_persons (4): every pose batch replays graphs
+    captured at load (1, 2, 4), the seg head its batch-1 graph; the results match the same
+    pipeline without graphs.
+    """
+    import numpy as np
+    from sapiens_ros.backends.factory import load_pipeline
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
+
+    options = {'random_weights': True, 'device': 'cuda:0',
+               'config': PipelineConfig(input_size=(256, 192), max_persons=4)}
+    graphs = load_pipeline('pose,seg', cuda_graphs=True, **options)
+    eager = load_pipeline('pose,seg', **options)
+    assert {r.name for r in graphs.runners.values()} == {'torch+cudagraphs'}
+    captured = len(cuda.events('capture_begin'))
+    assert captured == 4  # pose 1, 2, 4 and seg 1
+    for persons in (3, 1, 6, 0, 2, 4, 9):
+        boxes = np.array([[10 + 20 * i, 10, 200 + 20 * i, 400] for i in range(persons)],
+                         np.float32).reshape(-1, 4)
+        (got,) = graphs([astronaut], boxes=[boxes])
+        (want,) = eager([astronaut], boxes=[boxes])
+        assert len(got.pose) == persons
+        moved = np.abs(got.pose.keypoints - want.pose.keypoints).max(-1) if persons else 0.0
+        # float sums differ a little with the batch split; random heads have near-ties
+        assert np.mean(moved < 0.5) > 0.99
+        assert np.array_equal(got.seg.labels, want.seg.labels)
+    assert len(cuda.events('capture_begin')) == captured
