@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(f'parity vs torch ({result.parity.provider}, batch {result.parity.batch}): '
               f'{result.parity.summary()}')
     if plan is not None:
-        return _engine(args, plan, gpu_index, gpu, result, w_hash, batch, source)
+        return _engine(args, plan, gpu_index, gpu, result, w_hash, batch, source, model)
     print(f'run it with: {_infer_command(args, "onnxruntime", out)}')
     return 0
 
@@ -143,15 +143,22 @@ def _engine_plan(args, device):
     return plan, gpu_index, gpu
 
 
-def _engine(args, plan, gpu_index, gpu, result, w_hash, batch, source) -> int:
+def _engine(args, plan, gpu_index, gpu, result, w_hash, batch, source, model) -> int:
+    import torch
+
+    from .backends.accuracy import tensorrt_gate, torch_reference
     from .backends.artifact_cache import ArtifactCache, EngineKey, get_engine
 
     gpu_name, cc = gpu
     key = EngineKey.for_plan(plan, weights_hash=w_hash, task=args.task,
                              input_size=args.input_size, batch=batch, gpu_name=gpu_name)
+    device = torch.device('cuda', gpu_index)
+    gate = tensorrt_gate(args.task, torch_reference(model, args.task, device),
+                         precision=plan.precision, input_size=args.input_size, device=device,
+                         trt_version=plan.trt_version)  # measured before it is cached
     path = get_engine(result.path, key, plan, cache=ArtifactCache(args.cache_dir),
                       engine_path=args.engine_out, source=source,
-                      progress=sys.stderr.isatty(), device_index=gpu_index)
+                      progress=sys.stderr.isatty(), device_index=gpu_index, gate=gate)
     print(f'TensorRT engine: {path} ({plan.precision}, TensorRT {plan.trt_version}, {gpu_name} sm'
           f'{cc[0]}{cc[1]})')
     print(f'run it with: {_infer_command(args, "tensorrt", path)}')

@@ -18,10 +18,12 @@ A fake of the ``torch.cuda`` API surface the backends use, for a machine without
 What it models:
 
 * devices: ``torch.cuda.device`` guards (a stack of current device indices), ``current_device``,
-  ``get_device_properties`` (name and compute capability per index);
+  ``get_device_properties`` (name and compute capability per index); as in CUDA, the current
+  device is per thread (every thread starts on device 0, whatever another thread selected);
 * streams: ``torch.cuda.Stream`` objects with unique handles, the legacy default stream of each
   device (handle 0) as the initial current stream, ``current_stream``, ``stream(s)`` contexts,
-  and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`;
+  and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`; the current stream
+  of each device is per thread, as CUDA's;
 * asynchrony: work launched through :meth:`FakeCuda.launch` (the fake TensorRT's engine runs,
   graph replays) is queued on its stream and runs only when something orders it: a torch
   operation on that stream (torch kernels run on the current stream, after its queued work),
@@ -30,27 +32,31 @@ What it models:
   producer's stream reads stale memory, as on a GPU;
 * CUDA graphs: ``CUDAGraph``, ``graph(g, pool=..., stream=..., capture_error_mode=...)``
   capture contexts on a fresh capture stream, ``graph_pool_handle``. Work launched on the
-  capturing stream is recorded into the graph instead of running; ``replay()`` queues it on the
-  current stream, on the memory it was captured with. A capture fails as CUDA's does: a
-  ``synchronize`` (or a launch on a legacy default stream) during a capture, from any thread in
-  ``global`` mode or from the capturing thread in ``thread_local`` mode, raises and invalidates
-  it, and ``capture_end`` then raises ``cudaErrorStreamCaptureInvalidated``;
-  :attr:`FakeCuda.during_capture` runs a callback (e.g. another thread's work) inside the next
-  capture;
+  capturing stream is recorded into the graph instead of running, and so is every torch op the
+  capturing thread calls (it also runs once, as the capture's result); ``replay()`` queues them
+  on the current stream, in capture order, on the memory they were captured with (each op
+  runs again on its captured arguments and writes into the tensors it returned at capture).
+  A capture fails as CUDA's does: a ``synchronize`` (or a launch on a legacy default stream)
+  during a capture, from any thread in ``global`` mode or from the capturing thread in
+  ``thread_local`` mode, raises and invalidates it, and ``capture_end`` then raises
+  ``cudaErrorStreamCaptureInvalidated``; :attr:`FakeCuda.during_capture` runs a callback (e.g.
+  another thread's work) inside the next capture;
 * events: ``torch.cuda.Event(enable_timing=True)`` recorded on a stream (logged with the
   stream's device), ``synchronize``, ``elapsed_time`` (host clock);
 * device memory: while installed, a ``TorchFunctionMode`` turns every tensor placed on
   ``cuda[:N]`` (factory functions' ``device=``, ``Tensor.to``, ``Tensor.cuda``) into host
   memory, so ``data_ptr()`` addresses are real and the fake TensorRT / ONNX Runtime read and
-  write through them.
+  write through them. torch's function modes are per thread: a thread a test starts enters it
+  with :meth:`FakeCuda.on_this_thread`.
 
 What it does not model: torch kernels themselves running asynchronously (they run when called,
 after the queued work of the current stream, so a missing wait *before* a launch cannot be
-seen, only a missing wait after one), kernel timing, memory pools' addresses, per-thread current
-streams, peer access, the legacy stream's implicit synchronisation with blocking streams (torch's
-streams are non-blocking), torch kernels inside a captured region (only :meth:`launch` work is
-recorded into a graph), and torch internals that need a CUDA build of torch (``torch.export``
-fails under the fake: export graphs before installing it).
+seen, only a missing wait after one), kernel timing, memory pools' addresses, peer access, the
+legacy stream's implicit synchronisation with blocking streams (torch's streams are
+non-blocking), host synchronisations by torch ops during a capture (``.item()`` and ``.cpu()``
+cannot be told from CPU work here), Python control flow that a replay cannot repeat (as on a
+GPU, it is fixed at capture), and torch internals that need a CUDA build of torch
+(``torch.export`` fails under the fake: export graphs before installing it).
 """
 
 from __future__ import annotations
@@ -85,8 +91,66 @@ def _is_cuda(value) -> bool:
     return isinstance(value, str) and value.startswith('cuda')
 
 
+def _write_into(old, new) -> None:
+    """Write a replayed op's result into the tensors its capture returned (views: already)."""
+    if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+        if old.untyped_storage().data_ptr() != new.untyped_storage().data_ptr():
+            old.copy_(new)
+    elif isinstance(old, (tuple, list)) and isinstance(new, (tuple, list)):
+        for a, b in zip(old, new, strict=True):
+            _write_into(a, b)
+    elif isinstance(old, dict) and isinstance(new, dict):
+        for key in old:
+            _write_into(old[key], new[key])
+
+
 class CaptureInvalidated(RuntimeError):
     """What CUDA reports for an operation that is not permitted while a stream is capturing."""
+
+
+class FakeDeviceTensor(torch.Tensor):
+    """
+    A host tensor that says it is on a CUDA device (``FakeCuda(gpu_tensors=True)``).
+
+    ``device`` and ``is_cuda`` report the fake GPU, so code that branches on them takes its GPU
+    branch; the data stays in host memory. As on a GPU, ``numpy()`` refuses it and ``cpu()``
+    copies it into a plain host tensor. Ops on it return it again (the fake's torch function
+    mode wraps their outputs).
+    """
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+    fake_index = 0
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device('cuda', self.fake_index)
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+
+def _on_device(value, index: int):
+    """Wrap every tensor in ``value`` as a FakeDeviceTensor of device ``index``."""
+    if isinstance(value, torch.Tensor):
+        if isinstance(value, FakeDeviceTensor) and value.fake_index == index:
+            return value
+        out = value.as_subclass(FakeDeviceTensor)
+        out.fake_index = index
+        return out
+    if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size):
+        return type(value)(_on_device(v, index) for v in value) \
+            if not hasattr(value, '_fields') else type(value)(*(_on_device(v, index)
+                                                                for v in value))
+    return value
+
+
+def _fake_index_of(args, kwargs) -> int | None:
+    """Return the fake device of the first FakeDeviceTensor among an op's arguments."""
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten((args, kwargs))
+    return next((t.fake_index for t in leaves if isinstance(t, FakeDeviceTensor)), None)
 
 
 class _HostMemory(TorchFunctionMode):
@@ -97,16 +161,47 @@ class _HostMemory(TorchFunctionMode):
         self._cuda = cuda
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self._cuda.flush_current()  # torch kernels run on the current stream, in order
+        cuda = self._cuda
         kwargs = dict(kwargs or {})
-        if _is_cuda(kwargs.get('device')):
-            kwargs['device'] = 'cpu'
+        if getattr(cuda._threads, 'replaying', False):  # a graph's recorded op, run again
+            return func(*args, **kwargs)
+        cuda.flush_current()  # torch kernels run on the current stream, in order
         name = getattr(func, '__name__', '')
+        target = None  # the fake device an op places its result on (gpu_tensors mode)
+        if _is_cuda(kwargs.get('device')):
+            target = _index(kwargs['device'], cuda.current_device_index)
+            kwargs['device'] = 'cpu'
         if name == 'to':
+            moved = [a for a in args[1:] if _is_cuda(a)]
+            target = _index(moved[0], cuda.current_device_index) if moved else target
             args = tuple('cpu' if _is_cuda(a) else a for a in args)
         elif name == 'cuda':
+            if not cuda.gpu_tensors:
+                return args[0]
+            target = _index(args[1] if len(args) > 1 else kwargs.get('device'),
+                            cuda.current_device_index)
+            return _on_device(args[0].as_subclass(torch.Tensor), target)
+        elif name == 'pin_memory':  # no page-locked memory without CUDA: the host tensor
             return args[0]
-        return func(*args, **kwargs)
+        if cuda.gpu_tensors:
+            source = _fake_index_of(args, kwargs)
+            if name == 'numpy' and source is not None:
+                raise TypeError(f"can't convert cuda:{source} device type tensor to numpy. Use "
+                                f'Tensor.cpu() to copy the tensor to host memory first.')
+            to_host = name == 'to' and target is None and any(
+                a in ('cpu', torch.device('cpu')) for a in (*args[1:], kwargs.get('device')))
+            if name == 'cpu' or to_host:
+                return args[0].as_subclass(torch.Tensor).clone() if source is not None \
+                    else func(*args, **kwargs)
+            if target is None and name not in ('item', 'tolist'):
+                target = source
+        out = func(*args, **kwargs)
+        cuda.record_torch(func, args, kwargs, out)
+        in_place = name.endswith('_') and args and out is args[0]  # keeps its own device
+        if cuda.gpu_tensors and target is not None and not in_place:
+            cuda.device_ops.append(name)
+            return _on_device(out, target)
+        return out
 
 
 class FakeStream:
@@ -154,14 +249,17 @@ class _Capture:
 class FakeCuda:
     """Installs the fake into ``torch.cuda`` with pytest's ``monkeypatch``."""
 
-    def __init__(self, gpus: list[GpuSpec] | None = None) -> None:
+    def __init__(self, gpus: list[GpuSpec] | None = None, gpu_tensors: bool = False) -> None:
         self.gpus = gpus or [GpuSpec(), GpuSpec()]
+        #: Tensors placed on cuda are :class:`FakeDeviceTensor` (they report the GPU), so code
+        #: takes its GPU branches; off by default (the backends' tests need plain tensors).
+        self.gpu_tensors = gpu_tensors
+        self.device_ops: list[str] = []  # ops that returned a FakeDeviceTensor
         self.log: list[tuple] = []
         self.during_capture = None  # callback run inside the next capture (then cleared)
         self._handles = itertools.count(0x1000, 0x10)
-        self._devices = [0]  # stack of current device indices (guards push and pop)
         self._legacy = {i: FakeStream(self, i, 0) for i in range(len(self.gpus))}
-        self._current = dict(self._legacy)  # device index -> current stream
+        self._threads = threading.local()  # CUDA keeps the current device and streams per thread
         self._capturing: dict[int, _Capture] = {}  # capture stream handle -> capture
         self._queues: dict[int, collections.deque] = collections.defaultdict(collections.deque)
         self._lock = threading.RLock()
@@ -169,9 +267,37 @@ class FakeCuda:
 
     # ------------------------------------------------------------------ queries for tests
     @property
+    def _devices(self) -> list[int]:
+        """Return this thread's stack of current device indices (guards push and pop)."""
+        state = self._threads
+        if not hasattr(state, 'devices'):
+            state.devices = [0]
+        return state.devices
+
+    @property
+    def _current(self) -> dict[int, FakeStream]:
+        """Return this thread's current stream per device (first: each legacy stream)."""
+        state = self._threads
+        if not hasattr(state, 'current'):
+            state.current = dict(self._legacy)
+        return state.current
+
+    @property
     def current_device_index(self) -> int:
-        """Return the device the innermost guard selected."""
+        """Return the device the innermost guard of this thread selected."""
         return self._devices[-1]
+
+    @contextlib.contextmanager
+    def on_this_thread(self):
+        """
+        Place cuda tensors in host memory on the calling thread too (for a test's threads).
+
+        torch's function modes are per thread, as CUDA's current device and streams are: a thread
+        the test starts enters the fake's host-memory mode with this.
+        """
+        mode = _HostMemory(self)
+        with mode:
+            yield
 
     def events(self, kind: str) -> list[tuple]:
         """Return the logged events of one kind."""
@@ -188,11 +314,28 @@ class FakeCuda:
         return handle in self._capturing
 
     # ------------------------------------------------------------------ work
+    def record_torch(self, func, args, kwargs, out) -> None:
+        """Record a torch op into the graph this thread is capturing on its current stream."""
+        stream = self._current.get(self.current_device_index)
+        capture = self._capturing.get(stream.cuda_stream) if stream is not None else None
+        if capture is None or capture.thread != threading.get_ident():
+            return
+
+        def rerun():
+            self._threads.replaying = True
+            try:
+                _write_into(out, func(*args, **kwargs))
+            finally:
+                self._threads.replaying = False
+
+        capture.graph.steps.append(rerun)
+
     def launch(self, handle: int, work) -> None:
         """Queue ``work`` on stream ``handle``, or capture it."""
         capture = self._capturing.get(handle)
         if capture is not None:
             capture.graph.launches.append(work)
+            capture.graph.steps.append(work)
             self.log.append(('captured', handle))
             return
         if handle == 0:
@@ -248,16 +391,17 @@ class FakeCuda:
             """A ``torch.cuda.CUDAGraph``: replays the launches recorded while it was captured."""
 
             def __init__(self) -> None:
-                self.launches: list = []
+                self.launches: list = []  # work launched through FakeCuda.launch
+                self.steps: list = []  # those launches and the torch ops, in capture order
                 self.pool = None
                 self.replays = 0
 
             def replay(self) -> None:
-                """Queue every recorded launch on the current stream, on its captured memory."""
+                """Queue every recorded step on the current stream, on its captured memory."""
                 self.replays += 1
                 stream = cuda._current_stream()
                 cuda.log.append(('replay', stream.cuda_stream))
-                for work in self.launches:
+                for work in self.steps:
                     cuda.launch(stream.cuda_stream, work)
 
         return CUDAGraph
@@ -348,6 +492,7 @@ class FakeCuda:
             self.log.append(('capture_end', capture_stream.cuda_stream))
         if capture.invalid is not None:
             graph.launches.clear()
+            graph.steps.clear()
             raise CaptureInvalidated(f'fake CUDA: cudaErrorStreamCaptureInvalidated: '
                                      f'{capture.invalid}')
 

@@ -57,7 +57,9 @@ It models the API surface sapiens_ros calls, with the behaviour its documentatio
   context another run reshaped computes garbage, as on a GPU. Under capture, the first enqueue
   after a shape change returns False (TensorRT's deferred initialisation cannot be captured;
   trtexec enqueues once before capturing), and so does every enqueue while
-  ``fake_state.capture_fails`` is set.
+  ``fake_state.capture_fails`` is set. ``fake_state.miscompute`` makes every engine compute
+  wrong outputs (``'wrong'``: shifted by half their range; ``'nan'``: all NaN), as the
+  miscompiled ViT builds of TensorRT 10.3 and 10.16 did.
 
 What it does not model: per-op reduced-precision rounding (only weights and explicit casts),
 overflow, kernel selection and timing, layer fusion, TensorRT's own memory and its sharing
@@ -225,6 +227,9 @@ class SimpleState:
         self.counter = itertools.count()
         self.builds: list[dict] = []  # one record per build_serialized_network call
         self.capture_fails = False  # every enqueue under CUDA-graph capture returns False
+        #: Engines compute wrong outputs, as miscompiled builds do: 'wrong' (off by a fraction
+        #: of their range) or 'nan' (every value NaN, as fp16 on TensorRT 10.16 / RTX 5080).
+        self.miscompute: str | None = None
 
     def gpu(self) -> tuple[str, tuple[int, int], int]:
         """Name, compute capability and index of the current CUDA device."""
@@ -701,13 +706,13 @@ class _Context:
         def work():
             plan = {n: (addresses[n], self._shape(n, shapes), _NP[d.name])
                     for n, (_, d, _) in engine.tensors.items()}
-            _run(engine.session, plan, inputs)
+            _run(engine.session, plan, inputs, state.miscompute)
 
         cuda.launch(handle, work)
         return True
 
 
-def _run(session, plan: dict, inputs: list[str]) -> None:
+def _run(session, plan: dict, inputs: list[str], miscompute: str | None = None) -> None:
     """Read the inputs at their addresses, run the graph, write the outputs at theirs."""
     feeds = {}
     for name in inputs:
@@ -719,6 +724,10 @@ def _run(session, plan: dict, inputs: list[str]) -> None:
     for name, value in zip(names, session.run(names, feeds), strict=True):
         address, shape, dtype = plan[name]
         value = np.ascontiguousarray(value, dtype=dtype)
+        if miscompute == 'nan':
+            value = np.full_like(value, np.nan)
+        elif miscompute == 'wrong':
+            value = (value + 0.5 * (np.abs(value).max() + 1.0)).astype(dtype)
         if tuple(value.shape) != tuple(shape):
             raise RuntimeError(f'fake TensorRT: {name} has shape {value.shape}, '
                                f'expected {shape}')

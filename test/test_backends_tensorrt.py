@@ -293,7 +293,11 @@ def test_precision_plan_for_a_given_graph():
 def test_ort_tensorrt_provider_precision_flags():
     """Give the TensorRT provider of ORT the weak fp16/bf16 flags only where TensorRT has them."""
     assert ort_tensorrt_precision('fp16', '10.3.0') == ({'trt_fp16_enable': 'True'}, None)
-    assert ort_tensorrt_precision('bf16', '10.12.0') == ({'trt_bf16_enable': 'True'}, None)
+    assert ort_tensorrt_precision('bf16', '10.12.0', ort_version='1.23.0') == (
+        {'trt_bf16_enable': 'True'}, None)
+    for old in ('1.20.0', '1.22.1', None):  # JetPack 6's ORT (1.18-1.20) rejects the key
+        flags, note = ort_tensorrt_precision('bf16', '10.3.0', ort_version=old)
+        assert flags == {} and 'no trt_bf16_enable (added in 1.23)' in note
     flags, note = ort_tensorrt_precision('bf16', '11.0.0')
     assert flags == {} and 'removed in TensorRT 11' in note
     assert ort_tensorrt_precision('bf16', '11.0.0', graph_dtype='bf16') == ({}, None)

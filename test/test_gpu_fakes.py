@@ -126,6 +126,7 @@ def test_tensorrt_runner_matches_torch_in_chunks(monkeypatch, cuda, model_dir, t
     use_tensorrt(monkeypatch, cuda, version)
     runner = trt_runner(model_dir, tmp_path)
     assert runner.batch_range == (1, 2)
+    cuda.log.clear()  # the accuracy gate's runs
     got = runner(x)['heatmaps']
     close(got, want)
     assert not torch.equal(got[0], got[4])  # no chunk repeats another
@@ -300,7 +301,6 @@ def test_capture_is_thread_local(monkeypatch, cuda, model_dir, tmp_path):
     the ROS executor) invalidates the capture.
     """
     use_tensorrt(monkeypatch, cuda, '10.3.0')
-    runner = trt_runner(model_dir, tmp_path, batch='1:2:2', cuda_graphs=True)
     errors = []
 
     def other_thread():
@@ -315,10 +315,90 @@ def test_capture_is_thread_local(monkeypatch, cuda, model_dir, tmp_path):
         worker.join()
 
     cuda.during_capture = during_capture
+    runner = trt_runner(model_dir, tmp_path, batch='1:2:2', cuda_graphs=True)  # captures now
     x = torch.randn(2, 3, *SIZE)
     close(runner(x)['heatmaps'], reference(model_dir, 'pose', x)['heatmaps'])
     assert not errors and len(runner._graphs.captured) == 1
     assert cuda.events('capture_begin')[0][3] == 'thread_local'
+
+
+@pytest.mark.parametrize('flip_test', [False, True])
+def test_torch_graphs_are_captured_at_configure_only(monkeypatch, cuda, model_dir, flip_test):
+    """
+    Torch CUDA graphs: every capture happens when the runner is made, whatever comes later.
+
+    The pose runner of a pipeline config with max_persons 4 captures its crop batches (1, 2, 4;
+    with flip_test 1, 2, 4, 8) at configure. Then person counts go up and down, past the
+    maximum too: no capture follows, every batch replays captured graphs, outputs are right.
+    """
+    from sapiens_ros.backends.factory import graph_batches_of
+    from sapiens_ros.core.pipeline.pipeline import PipelineConfig
+
+    batches = graph_batches_of('pose', PipelineConfig(max_persons=4, flip_test=flip_test))
+    assert batches == ((1, 2, 4, 8) if flip_test else (1, 2, 4))
+    assert graph_batches_of('seg', PipelineConfig(max_persons=4)) == (1,)
+    runner = make_runner('pose', 'torch', str(model_dir / 'pose'), device='cuda:0',
+                         input_size=SIZE, cuda_graphs=True, graph_batches=batches)
+    assert runner.name == 'torch+cudagraphs'
+    captured = len(cuda.events('capture_begin'))
+    assert captured == len(batches)
+    for persons in (3, 1, 0, 4, 7, 2, 9):
+        n = persons * (2 if flip_test else 1)
+        if n == 0:
+            continue  # the pipeline runs no pose forward without a person
+        x = torch.randn(n, 3, *SIZE)
+        close(runner(x)['heatmaps'], reference(model_dir, 'pose', x)['heatmaps'])
+    assert len(cuda.events('capture_begin')) == captured  # nothing captured mid-stream
+    assert cuda.events('replay')
+
+
+def test_a_thread_without_its_device_guard_is_caught(monkeypatch, cuda, model_dir, tmp_path):
+    """
+    Two threads, two GPUs: the per-thread current device catches a forgotten device guard.
+
+    Thread A holds a guard for cuda:1 while thread B runs the cuda:1 engine. The runner's own
+    guard makes B right; without it B runs on its own current device (0, CUDA's per-thread
+    default) and TensorRT refuses the engine. A fake with one current device for the process
+    would let B borrow A's guard and pass by luck.
+    """
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path)  # built and loaded on cuda:1
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
+
+    def run_in_threads(fn):
+        holding, done, results = threading.Event(), threading.Event(), {}
+
+        def thread_a():
+            with cuda.on_this_thread(), torch.cuda.device(1):
+                holding.set()
+                done.wait(timeout=600)
+
+        def thread_b():
+            holding.wait(timeout=600)
+            try:
+                with cuda.on_this_thread():
+                    results['b'] = fn(x)
+            except Exception as exc:  # noqa: B902 - recorded for the assertion
+                results['b'] = exc
+            finally:
+                done.set()
+
+        threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=600)
+        return results['b']
+
+    close(run_in_threads(runner)['heatmaps'], want)  # the runner's guard: right
+
+    def unguarded(x):  # the runner's body without its device guard
+        return runner._run(x.to(runner.device).contiguous())
+
+    error = run_in_threads(unguarded)
+    assert isinstance(error, EngineError) and 'execution failed' in str(error)
+    assert cuda.current_device_index == 0  # the main thread never saw either guard
 
 
 # --------------------------------------------------------------------------- TensorRT build
@@ -477,6 +557,69 @@ def test_unparsable_graph_is_a_clear_error(monkeypatch, cuda, tmp_path):
                                     batch=(1, 1, 2), progress=False)
 
 
+# --------------------------------------------------------------------------- accuracy gate
+@pytest.mark.parametrize('miscompute', ['wrong', 'nan'])
+def test_wrong_engine_is_refused_not_cached_and_torch_serves(monkeypatch, cuda, model_dir,
+                                                             tmp_path, caplog, miscompute):
+    """
+    An engine that computes wrong outputs is refused before it is cached; torch serves the head.
+
+    The fake engine shifts (or NaNs) its outputs, as the miscompiled ViT builds of TensorRT 10.3
+    and 10.16 did; the gate compares it with the fp32 torch model on the sample photo.
+    """
+    x = torch.randn(2, 3, *SIZE)
+    want = reference(model_dir, 'pose', x)['heatmaps']
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    trt.fake_state.miscompute = miscompute
+    with caplog.at_level(logging.WARNING):
+        runner = trt_runner(model_dir, tmp_path)
+    assert len(trt.fake_state.builds) == 1  # built, then refused
+    assert runner.name == 'torch'
+    close(runner(x)['heatmaps'], want)
+    cached = [p.name for p in (tmp_path / 'cache' / 'engines').glob('*') if p.suffix != '.lock']
+    assert not cached, 'a refused engine was cached'
+    lines = [r.getMessage() for r in caplog.records if 'refused' in r.getMessage()]
+    assert len(lines) == 1
+    assert 'TensorRT 10.3.0 engine for pose (fp32) refused' in lines[0]
+    assert 'heatmaps: max abs error' in lines[0] and 'Fix: upgrade TensorRT' in lines[0]
+    assert 'next backend: torch fp32' in lines[0]
+
+
+def test_correct_engine_is_cached_with_its_error(monkeypatch, cuda, model_dir, tmp_path):
+    """A correct engine is cached with its max and mean error per output in the sidecar."""
+    import json
+
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path, dtype='bf16')
+    assert runner.name == 'tensorrt'
+    record = json.loads(runner.path.with_suffix('.json').read_text())['accuracy']
+    assert record['ok'] and record['precision'] == 'bf16' and record['batch'] == 2
+    assert 0 < record['max_abs']['heatmaps'] <= 1e-2 + 1e-1 * record['scale']['heatmaps']
+    assert 0 < record['mean_abs']['heatmaps'] <= record['max_abs']['heatmaps']
+    again = trt_runner(model_dir, tmp_path, dtype='bf16')
+    assert again.path == runner.path and len(trt.fake_state.builds) == 1  # no rebuild
+
+
+def test_engine_cached_before_the_gate_is_measured_once(monkeypatch, cuda, model_dir,
+                                                        tmp_path):
+    """An engine whose sidecar has no report is measured, and refused if it is wrong."""
+    import json
+
+    trt = use_tensorrt(monkeypatch, cuda, '10.3.0')
+    runner = trt_runner(model_dir, tmp_path)
+    sidecar = runner.path.with_suffix('.json')
+    data = json.loads(sidecar.read_text())
+    del data['accuracy']
+    sidecar.write_text(json.dumps(data))
+    again = trt_runner(model_dir, tmp_path, allow_build=False)  # measuring is not building
+    assert again.path == runner.path and len(trt.fake_state.builds) == 1
+    assert json.loads(sidecar.read_text())['accuracy']['ok']
+    sidecar.write_text(json.dumps(data))
+    trt.fake_state.miscompute = 'wrong'  # the cached engine turns out wrong: removed
+    assert trt_runner(model_dir, tmp_path).name == 'torch'
+    assert not runner.path.exists() and len(trt.fake_state.builds) == 1  # removed, not rebuilt
+
+
 # --------------------------------------------------------------------------- timing, parity
 def test_stage_timer_records_on_the_pipeline_device(cuda):
     """The pipeline on cuda:1 times its stages on cuda:1, whatever device is current."""
@@ -562,3 +705,86 @@ def test_onnxruntime_tensorrt_provider_options(monkeypatch, cuda, model_dir, cac
     assert options.get('trt_fp16_enable') == flag
     assert 'trt_bf16_enable' not in options
     assert ('removed in TensorRT 11' in caplog.text) is (flag is None)
+
+
+@pytest.mark.parametrize('version,sent', [('1.20.0', False), ('1.23.0', True)])
+def test_jetpack6_onnxruntime_gets_no_bf16_key(monkeypatch, cuda, model_dir, cache_dir,
+                                               version, sent, caplog):
+    """
+    ONNX Runtime before 1.23 (JetPack 6 ships 1.18-1.20) refuses ``trt_bf16_enable``.
+
+    Real ONNX Runtime raises "Invalid TensorRT EP option" and its Python API then falls back to
+    the CUDA provider on GPU 0 with a print; the fake of that version does the same. The runner
+    sends the key only to a version that knows it, and says what the session really got.
+    """
+    ort = make_onnxruntime_gpu(cuda, version)
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    monkeypatch.setattr(tensorrt_build, 'installed_tensorrt_version', lambda: '10.3.0')
+    (graph,) = (cache_dir / 'onnx').glob('pose-*-fp32-*.onnx')
+    refused = ort.InferenceSession(
+        graph, providers=['TensorrtExecutionProvider', 'CPUExecutionProvider'],
+        provider_options=[{'device_id': '1', 'trt_bf16_enable': 'True'}, {}])
+    if not sent:  # what the fake models: the refusal and Python's silent fallback
+        assert ort.ep_errors == ['Invalid TensorRT EP option: trt_bf16_enable']
+        assert refused.get_providers()[0] == 'CUDAExecutionProvider'
+        assert refused.device_id == 0  # the fallback drops every option, the GPU index too
+    ort.ep_errors.clear()
+    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends'):
+        runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:1',
+                             input_size=SIZE, cache_dir=cache_dir, batch='1:2:2', dtype='bf16',
+                             providers=['tensorrt', 'cuda'])
+    session = ort.sessions[-1]
+    assert not ort.ep_errors and session.providers[0] == 'TensorrtExecutionProvider'
+    options = session.get_provider_options()['TensorrtExecutionProvider']
+    assert ('trt_bf16_enable' in options) is sent and options['device_id'] == '1'
+    assert runner.precision == ('bf16' if sent else 'fp32')
+    lines = [r.getMessage() for r in caplog.records]
+    assert any('session: TensorrtExecutionProvider (' + runner.precision + ', device 1)' in line
+               for line in lines), lines
+    assert any('no trt_bf16_enable (added in 1.23)' in line for line in lines) is not sent
+    assert any('dtype bf16 is not applied' in line for line in lines) is not sent
+
+
+def test_onnxruntime_ignored_dtype_is_a_warning(monkeypatch, cuda, model_dir, cache_dir,
+                                                caplog):
+    """A dtype the CUDA provider does not apply (it never casts a graph) is a warning."""
+    ort = make_onnxruntime_gpu(cuda, '1.20.0')
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    with caplog.at_level(logging.WARNING):
+        runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:0',
+                             input_size=SIZE, cache_dir=cache_dir, dtype='fp16')
+    assert runner.providers[0] == 'CUDAExecutionProvider' and runner.precision == 'fp32'
+    assert 'dtype fp16 is not applied: CUDAExecutionProvider runs the fp32 graph' in caplog.text
+
+
+def test_onnxruntime_tensorrt_engine_is_gated(monkeypatch, cuda, model_dir, cache_dir, caplog):
+    """
+    ONNX Runtime's TensorRT engine is measured once; a wrong one is refused and removed.
+
+    The refused engine's files (written by ONNX Runtime into ``ort_trt/``) are deleted and the
+    head runs on the next provider (CUDA); a correct engine leaves a passing record, and is not
+    measured again while that record stands.
+    """
+    ort = make_onnxruntime_gpu(cuda, '1.20.0')
+    monkeypatch.setitem(sys.modules, 'onnxruntime', ort)
+    use_tensorrt(monkeypatch, cuda, '10.3.0')
+    monkeypatch.setattr(tensorrt_build, 'installed_tensorrt_version', lambda: '10.3.0')
+    options = {'device': 'cuda:0', 'input_size': SIZE, 'cache_dir': cache_dir,
+               'batch': '1:2:2', 'dtype': 'fp16', 'providers': ['tensorrt', 'cuda']}
+    ort.miscompute = 'wrong'
+    with caplog.at_level(logging.WARNING):
+        runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), **options)
+    assert runner.providers[0] == 'CUDAExecutionProvider'
+    assert not list((cache_dir / 'ort_trt').glob('*.engine'))  # ORT's engine removed
+    lines = [r.getMessage() for r in caplog.records if 'refused' in r.getMessage()]
+    assert len(lines) == 1 and 'ONNX Runtime 1.20.0 TensorRT 10.3.0 engine for pose' in lines[0]
+    assert 'next provider: CUDAExecutionProvider' in lines[0]
+    ort.miscompute = None
+    runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), **options)
+    assert runner.providers[0] == 'TensorrtExecutionProvider'
+    (record,) = (cache_dir / 'ort_trt').glob('*.accuracy.json')
+    assert '-fp16-b1-2-2-ort1.20.0-trt10.3.0-' in record.name
+    ort.miscompute = 'wrong'  # measured once: the record stands, nothing is run again
+    again = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), **options)
+    assert again.providers[0] == 'TensorrtExecutionProvider'

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
+import json
 import logging
 import os
 from pathlib import Path
+import tempfile
 
 from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_VERSION, sidecar_of,
                         staging, verify, write_sidecar)
@@ -241,7 +243,8 @@ def get_onnx(task: str, model, *, input_size: tuple[int, int], batch: tuple[int,
 def get_engine(onnx_path: str | Path, key: EngineKey, plan: PrecisionPlan, *,
                cache: ArtifactCache | None = None, engine_path: str | Path | None = None,
                allow_build: bool = True, source: str = '<model>', progress: bool = True,
-               build: Callable | None = None, device_index: int = 0) -> Path:
+               build: Callable | None = None, device_index: int = 0,
+               gate: Callable[[Path], object] | None = None) -> Path:
     """
     Return a valid engine for ``key``: the cached one, or a fresh build following ``plan``.
 
@@ -249,7 +252,11 @@ def get_engine(onnx_path: str | Path, key: EngineKey, plan: PrecisionPlan, *,
     graph, a corrupt file) is logged and rebuilt. With ``allow_build=False`` a missing or stale
     engine raises :class:`EngineNotBuiltError` naming the export command. ``build`` (default
     :func:`.tensorrt_build.build_engine`) is injectable so the cache logic is testable without
-    TensorRT.
+    TensorRT. ``gate(path)`` measures an engine file against the fp32 model
+    (:func:`~.accuracy.gate`): a new engine is stored only if it passes, with the report in its
+    sidecar (``accuracy``); one that fails is deleted and the
+    :class:`~.accuracy.EngineAccuracyError` raised. A cached engine whose sidecar has no report
+    (built before the gate) is measured once and its sidecar completed, or removed.
     """
     if not key.matches(plan):
         raise ValueError(f'engine key {key.slot()} was not made by the plan "{plan.describe()}"')
@@ -259,8 +266,14 @@ def get_engine(onnx_path: str | Path, key: EngineKey, plan: PrecisionPlan, *,
     target = Path(engine_path).expanduser() if engine_path else cache.engine_path(key)
     with entry_lock(target):  # N processes starting together build once
         found = cache.lookup(key, engine_path)
-        if found.hit:
+        if found.hit and (gate is None or accuracy_record(found.path) is not None):
             LOG.info('using %s', found.reason)
+            return found.path
+        if found.hit:  # cached before the gate existed: measure it once
+            LOG.info('measuring the cached engine %s against the fp32 model', found.path.name)
+            report = _gated(gate, found.path, found.path)
+            write_sidecar(found.path, key.to_json(), {**_sidecar_extra(found.path),
+                                                      'accuracy': report.to_json()})
             return found.path
         command = export_command(key, source=source, out=str(onnx_path))
         if not allow_build:
@@ -277,6 +290,39 @@ def get_engine(onnx_path: str | Path, key: EngineKey, plan: PrecisionPlan, *,
         timing = cache.timing_cache_path(key.trt_version, key.gpu_name, key.compute_capability)
         data = build(onnx_path, plan=plan, batch=key.batch, timing_cache=timing,
                      progress=progress, device_index=device_index)
-        path = cache.store(key, data, engine_path, extra={'onnx': str(onnx_path)})
+        extra = {'onnx': str(onnx_path)}
+        if gate is not None:
+            found.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=found.path.parent, prefix='.gate.') as tmp:
+                staged = Path(tmp) / found.path.name  # measured before it enters the cache
+                staged.write_bytes(bytes(data))
+                extra['accuracy'] = _gated(gate, staged, None).to_json()
+        path = cache.store(key, data, engine_path, extra=extra)
     LOG.info('cached the TensorRT engine at %s', path)
     return path
+
+
+def accuracy_record(engine: Path) -> dict | None:
+    """Return the accuracy report an engine's sidecar holds, or None (none, or unreadable)."""
+    try:
+        return json.loads(sidecar_of(engine).read_text()).get('accuracy')
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _sidecar_extra(engine: Path) -> dict:
+    data = json.loads(sidecar_of(engine).read_text())
+    return {k: v for k, v in data.items()
+            if k not in ('sidecar_version', 'key', 'files', 'created')}
+
+
+def _gated(gate: Callable[[Path], object], path: Path, cached: Path | None):
+    """Run ``gate`` on ``path``; on a refusal remove the cached entry (if any) and re-raise."""
+    from .accuracy import EngineAccuracyError
+
+    try:
+        return gate(path)
+    except EngineAccuracyError:
+        if cached is not None:
+            invalidate(cached)
+        raise

@@ -157,17 +157,21 @@ def converted(model: torch.nn.Module, device: torch.device,
     """
     Return ``model`` on ``device`` in ``dtype``: itself if it is already, else a converted copy.
 
-    The copy is made tensor by tensor in the target dtype and device (as ``Module.to`` converts:
-    floating-point parameters and buffers get ``dtype``, others keep theirs), so the caller's
-    model is never changed and no intermediate full-size copy is made.
+    The copy is made tensor by tensor in the target dtype and device, so the caller's model is
+    never changed and no intermediate full-size copy is made. Floating-point parameters get
+    ``dtype``; buffers keep theirs (unlike ``Module.to``): the model keeps in fp32 what it
+    computes in fp32, such as the RoPE frequencies its tables are made from (rounding them to
+    fp16 shifts every rotation angle by up to 5e-4 of itself).
     """
     first = next(model.parameters())
     if first.device == device and first.dtype == dtype and all(
-            p.device == device and p.dtype == dtype for p in model.parameters()):
+            p.device == device and p.dtype == dtype for p in model.parameters()) and all(
+            b.device == device for b in model.buffers()):
         return model
     memo: dict[int, object] = {}
+    params = {id(p) for p in model.parameters()}
     for tensor in list(model.parameters()) + list(model.buffers()):
-        target = dtype if tensor.is_floating_point() else tensor.dtype
+        target = dtype if tensor.is_floating_point() and id(tensor) in params else tensor.dtype
         moved = tensor.detach().to(device=device, dtype=target, copy=True)
         if isinstance(tensor, torch.nn.Parameter):
             moved = torch.nn.Parameter(moved, requires_grad=False)
@@ -218,6 +222,8 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
     device = torch.device(device) if device is not None else next(model.parameters()).device
     notes: list[str] = []
     names = present_outputs(task, model, input_size)
+    if graph_dtype == 'fp16':
+        check_fp16_norms(model, task)
     model = converted(model, device, torch_dtype)
     wrapper = ExportWrapper(model, names).eval()
     out = Path(out).expanduser()
@@ -275,6 +281,20 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
             LOG.info('parity of %s vs torch (batch %d, %s): %s', out.name, result.parity.batch,
                      result.parity.provider, result.parity.summary())
     return result
+
+
+def check_fp16_norms(model: torch.nn.Module, task: str) -> None:
+    """Raise :class:`ExportError` when an RMS norm of ``model`` overflows in fp16."""
+    from .numerics import fp16_unsafe_norms
+
+    unsafe = fp16_unsafe_norms(model)
+    if unsafe:
+        raise ExportError(
+            f'{len(unsafe)} RMS norms of the {task} model ({unsafe[0]}, ...) compute their '
+            f'variance in fp16, where x**2 overflows above 256 on high-norm tokens: export '
+            f'--dtype bf16 (compute capability >= 8.0) or fp32 (TensorRT 10.x then pins the '
+            f'norms to FP32 in an fp16 engine), or use a transformers whose Sapiens2RMSNorm '
+            f'computes in fp32 (5.10.1 and later)')
 
 
 def _missing_kernel(exc: Exception) -> str | None:

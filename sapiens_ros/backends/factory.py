@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 import dataclasses
 import logging
 from pathlib import Path
+import time
 
 import torch
 
@@ -72,7 +73,7 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
                 compile: bool | str = False,  # noqa: A002 - torch.compile on/off or mode
                 cuda_graphs: bool = False, providers: Sequence[str] | None = None,
                 cache_dir: str | Path | None = None, allow_build: bool = True,
-                progress: bool = True):
+                progress: bool = True, graph_batches: tuple[int, ...] | None = None):
     """
     Build the runner of ``task`` on ``backend``.
 
@@ -80,7 +81,9 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
     already loaded model instead. ``dtype``: torch weights dtype (default fp32), or the TensorRT
     engine precision (default bf16 on compute capability >= 8.0, else fp16). ``batch``: the engine
     profile ``min:opt:max``. ``allow_build=False`` makes a missing engine an error that prints
-    the export command instead of a minutes-long build.
+    the export command instead of a minutes-long build. ``graph_batches``: the batch sizes
+    torch captures CUDA graphs for, at once (default :func:`graph_batches_of` the default
+    pipeline config).
     """
     backend = check_backend(backend)
     dev = parse_device(device)
@@ -93,8 +96,10 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
             model = load_model(task, source, size=size, dtype=dtype or 'fp32', device=dev)
         else:
             model = model.to(dev)
-        return AcceleratedTorchRunner(task, model, source or '', compile=compile,
-                                      cuda_graphs=cuda_graphs)
+        return AcceleratedTorchRunner(
+            task, model, source or '', compile=compile, cuda_graphs=cuda_graphs,
+            graph_batches=graph_batches or graph_batches_of(task, PipelineConfig()),
+            input_size=tuple(input_size), device=dev)
     if backend == 'onnxruntime':
         from .onnxruntime_runner import OnnxRuntimeRunner
 
@@ -103,16 +108,48 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
                             batch=batch, device='cpu', cache_dir=cache_dir,
                             model_id=source or '',
                             w_hash=checkpoint_fingerprint(source) if model is None else None)
-        return OnnxRuntimeRunner(task, path, device=dev, providers=providers,
-                                 model_id=source or str(path), cache_dir=cache_dir, batch=batch,
-                                 precision=dtype_name(_dtype(dtype)) if dtype else 'fp32')
-    return _tensorrt_runner(task, source, path, model, size=size, dtype=dtype, device=dev,
-                            input_size=input_size, batch=batch, cuda_graphs=cuda_graphs,
-                            cache_dir=cache_dir, allow_build=allow_build, progress=progress)
+        options = {'device': dev, 'model_id': source or str(path), 'cache_dir': cache_dir,
+                   'batch': batch, 'precision': dtype_name(_dtype(dtype)) if dtype else 'fp32'}
+        started = time.time()  # ORT writes its engine at session creation or first run
+        runner = OnnxRuntimeRunner(task, path, providers=providers, **options)
+        if runner.providers[0] != 'TensorrtExecutionProvider':
+            return runner
+        given_graph = source is not None and Path(source).suffix in ONNX_SUFFIXES
+        from .accuracy import EngineAccuracyError, gate_ort_tensorrt
+
+        try:
+            gate_ort_tensorrt(runner, None if given_graph else _loader(task, source, size, model),
+                              cache_dir, started)
+        except EngineAccuracyError as exc:
+            rest = [p for p in runner.providers if p != 'TensorrtExecutionProvider']
+            LOG.warning('%s. %s runs on the next provider: %s', exc, task, rest[0])
+            return OnnxRuntimeRunner(task, path, providers=rest, **options)
+        return runner
+    from .accuracy import EngineAccuracyError
+
+    loader = _loader(task, source, size, model)
+    try:
+        return _tensorrt_runner(task, source, path, loader, size=size, dtype=dtype, device=dev,
+                                input_size=input_size, batch=batch, cuda_graphs=cuda_graphs,
+                                cache_dir=cache_dir, allow_build=allow_build, progress=progress,
+                                given_model=model is not None)
+    except EngineAccuracyError as exc:
+        if path is not None and path.suffix in ONNX_SUFFIXES + ENGINE_SUFFIXES:
+            raise  # the user's own graph: no model to fall back to
+        precision = exc.report.precision
+        LOG.warning('%s. %s runs on the next backend: torch %s', exc, task, precision)
+        from .export import converted
+
+        model = converted(loader(), dev, _dtype(precision))
+        return make_runner(task, 'torch', source, model=model, size=size, dtype=precision,
+                           device=device, cuda_graphs=cuda_graphs, compile=compile,
+                           input_size=input_size, batch=batch, graph_batches=graph_batches)
 
 
-def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_size, batch,
-                     cuda_graphs, cache_dir, allow_build, progress):
+def _tensorrt_runner(task, source, path, loader, *, size, dtype, device, input_size, batch,
+                     cuda_graphs, cache_dir, allow_build, progress, given_model):
+    from .accuracy import onnx_reference, tensorrt_gate, torch_reference
+    from .artifact_cache import accuracy_record
     from .precision import default_precision, plan_precision
     from .tensorrt_build import (builder_flag_names, graph_info, gpu_identity, import_tensorrt,
                                  require_cuda)
@@ -139,42 +176,74 @@ def _tensorrt_runner(task, source, path, model, *, size, dtype, device, input_si
         input_size = graph_input_size(graph) or Size.of(input_size)  # static H, W win
         given = dict(zip(('graph_dtype', 'opset'), graph_info(path, graph), strict=True))
     else:
-        w_hash = checkpoint_fingerprint(source) if model is None else None
+        w_hash = checkpoint_fingerprint(source) if not given_model else None
         if w_hash is None:  # no files to fingerprint: hash the weights themselves
-            model = model if model is not None else load_model(task, source, size=size)
-            w_hash = weights_hash(model)
+            w_hash = weights_hash(loader())
         onnx_path = None
     plan = plan_precision(precision, trt.__version__, compute_capability=cc,
                           builder_flags=builder_flag_names(trt), **given)
     key = EngineKey.for_plan(plan, weights_hash=w_hash, task=task, input_size=input_size,
                              batch=batch, gpu_name=gpu)
     found = cache.lookup(key)
-    if found.hit:  # no export needed
+    if found.hit and accuracy_record(found.path) is not None:  # measured: no export needed
         LOG.info('using %s', found.reason)
         return TensorRTRunner(task, found.path, device=device, model_id=source or '',
                               cuda_graph_batch=graph_batch)
-    if onnx_path is None:
+    if onnx_path is None and not found.hit:  # a hit without a report is measured, not rebuilt
         if not allow_build:
             raise EngineNotBuiltError(
                 f'no usable TensorRT engine for {task} ({found.reason}) and building on start '
                 f'is disabled. Build it with:\n  '
                 + export_command(key, source=source or '<model>', out=f'{task}.onnx'))
         # Exported and parity-checked on this GPU (ONNX Runtime's CUDA provider if installed).
-        onnx_path = get_onnx(task, _loader(task, source, size, model), input_size=input_size,
+        onnx_path = get_onnx(task, loader, input_size=input_size,
                              batch=batch, dtype=plan.graph_dtype, device=device,
                              cache_dir=cache_dir, model_id=source or '', w_hash=w_hash)
-    engine = get_engine(onnx_path, key, plan, cache=cache, allow_build=allow_build,
+    user_graph = path is not None and path.suffix in ONNX_SUFFIXES
+    reference = onnx_reference(onnx_path, task) if user_graph else \
+        torch_reference(loader(), task, device)
+    if reference is None:
+        LOG.warning('the TensorRT %s engine for %s is not measured against an fp32 model (the '
+                    'given graph %s is not fp32, or ONNX Runtime is missing): its outputs are '
+                    'unchecked', trt.__version__, task, Path(onnx_path).name)
+    measure = tensorrt_gate(task, reference, precision=plan.precision, input_size=input_size,
+                            device=device, trt_version=trt.__version__)
+    engine = get_engine(onnx_path or found.path, key, plan, cache=cache, allow_build=allow_build,
                         source=source or '<model>', progress=progress,
-                        device_index=device.index or 0)
-    return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path),
+                        device_index=device.index or 0,
+                        gate=measure if reference is not None else None)
+    return TensorRTRunner(task, engine, device=device, model_id=source or str(onnx_path or engine),
                           cuda_graph_batch=graph_batch)
+
+
+def graph_batches_of(task: str, config: PipelineConfig) -> tuple[int, ...]:
+    """
+    Return the batch sizes the pipeline's plan runs ``task`` at, to capture CUDA graphs for.
+
+    Dense heads run one frame at a time (1; a multi-camera step replays it per frame). Pose runs
+    the step's person crops, doubled with ``flip_test``: the powers of two up to that maximum
+    (:func:`~.cuda_graphs.bucket_batches`), whose sums cover every crop count without padding.
+    """
+    from .cuda_graphs import bucket_batches
+
+    if task != 'pose':
+        return (1,)
+    return bucket_batches(config.max_persons * (2 if config.flip_test else 1))
 
 
 def _loader(task: str, source: str | None, size: str,
             model: torch.nn.Module | None) -> Callable[[], torch.nn.Module]:
-    """Return a loader of the model to export (called only on a cache miss; never cast here)."""
+    """
+    Return a loader of the model to export (called only on a cache miss; never cast here).
+
+    It loads at most once (the export, the accuracy gate and a fallback share the model).
+    """
+    loaded: list[torch.nn.Module] = [] if model is None else [model]
+
     def load() -> torch.nn.Module:
-        return model if model is not None else load_model(task, source, size=size)
+        if not loaded:
+            loaded.append(load_model(task, source, size=size))
+        return loaded[0]
 
     return load
 
@@ -201,7 +270,8 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
 
         runners = {}
         for seed, task in enumerate(tasks):
-            options = {**kwargs, 'input_size': _task_size(kwargs, task)}
+            options = {**kwargs, 'input_size': _task_size(kwargs, task),
+                       'graph_batches': _task_batches(kwargs, task)}
             runner = make_runner(task, backend, model=random_model(
                 task, seed=seed, input_size=options['input_size']), **options)
             runner.model_id = f'random-tiny-{task}'
@@ -209,8 +279,15 @@ def build_runners(tasks: str | Sequence[str], backend: str = 'torch', *,
         return runners
     sources = resolve_sources(tasks, size=size, model_dir=model_dir, overrides=models)
     return {t: make_runner(t, backend, s, size=size or DEFAULT_SIZE,
-                           **{**kwargs, 'input_size': _task_size(kwargs, t)})
+                           **{**kwargs, 'input_size': _task_size(kwargs, t),
+                              'graph_batches': _task_batches(kwargs, t)})
             for t, s in sources.items()}
+
+
+def _task_batches(options: Mapping, task: str) -> tuple[int, ...] | None:
+    """``options['graph_batches']``: one tuple for every task, or a ``{task: tuple}``."""
+    batches = options.get('graph_batches')
+    return batches.get(task) if isinstance(batches, Mapping) else batches
 
 
 def _task_size(options: Mapping, task: str) -> tuple[int, int]:
@@ -259,6 +336,7 @@ def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
     config = dataclasses.replace(config, input_sizes=task_input_sizes(
         tasks, config.input_size, config.input_sizes, _size_configs(tasks, sources)))
     runner_options['input_size'] = dict(config.input_sizes)
+    runner_options.setdefault('graph_batches', {t: graph_batches_of(t, config) for t in tasks})
     runners = build_runners(tasks, backend, size=size, model_dir=model_dir, models=models,
                             dtype=dtype, device=device, random_weights=random_weights,
                             **runner_options)

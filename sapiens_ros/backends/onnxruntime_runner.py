@@ -125,7 +125,8 @@ class OnnxRuntimeRunner:
         self.device = parse_device(device)
         self.dtype = torch.float32
         self.providers = choose_providers(ort.get_available_providers(), self.device, providers)
-        self._batch, self._precision = batch, precision
+        self.batch_profile, self._precision = batch, precision
+        self.ort_version = str(getattr(ort, '__version__', '')) or None
         on_cuda = self.device.type == 'cuda' and torch.cuda.is_available()
         self._stream = torch.cuda.Stream(self.device) if on_cuda else None
         options = ort.SessionOptions()
@@ -141,7 +142,8 @@ class OnnxRuntimeRunner:
             str(self.path), options, providers=self.providers,
             provider_options=[self._options(p, provider_options, cache_dir)
                               for p in self.providers])
-        self.providers = self.session.get_providers()
+        asked, self.providers = self.providers, self.session.get_providers()
+        self.precision = self._report_session(asked, precision)
         inp = self.session.get_inputs()[0]
         self.input_name = inp.name
         self._in_dtype = _INPUT_DTYPES.get(inp.type, torch.float32)
@@ -161,8 +163,47 @@ class OnnxRuntimeRunner:
         # IOBinding by default where it saves copies (CUDA); on CPU it is optional.
         self.io_binding = on_gpu if io_binding is None else bool(io_binding)
         self._learned_shapes: dict[str, list[int]] = {}  # per-sample shapes of dynamic outputs
-        LOG.info('onnxruntime %s: %s on %s (input %s)', task, self.path.name,
-                 ','.join(self.providers), self.input_size)
+        LOG.info('onnxruntime %s: %s (input %s)', task, self.path.name, self.input_size)
+
+    def _report_session(self, asked: Sequence[str], precision: str) -> str:
+        """
+        Log the providers and precisions the session really got; return the first's precision.
+
+        ONNX Runtime's Python API falls back to the CUDA and CPU providers (on GPU 0, without
+        their options) when a provider refuses its options, with only a print: here it is a
+        warning naming what was asked and what was given. A requested reduced precision that no
+        provider applies (the CUDA and CPU providers run the graph in its own dtype) is a
+        warning too, never silently dropped.
+        """
+        graph = self.metadata.get('dtype', 'fp32')
+        try:
+            options = self.session.get_provider_options()
+        except AttributeError:  # very old ONNX Runtime
+            options = {}
+        got = []
+        for provider in self.providers:
+            opts = options.get(provider, {})
+            if provider == 'TensorrtExecutionProvider':
+                flags = [p for p, key in (('fp16', 'trt_fp16_enable'), ('bf16', 'trt_bf16_enable'))
+                         if str(opts.get(key, '0')).lower() in ('1', 'true')]
+                got.append((provider, '+'.join(flags) if flags else graph, opts.get('device_id')))
+            else:
+                got.append((provider, graph, opts.get('device_id')))
+        LOG.info('onnxruntime %s session: %s', self.task, ', '.join(
+            f'{p} ({dtype}' + (f', device {d}' if d is not None else '') + ')'
+            for p, dtype, d in got))
+        if self.providers[0] != asked[0]:
+            LOG.warning('onnxruntime %s: asked for %s, ONNX Runtime started %s instead (it '
+                        'refused the first provider or its options; see its EP Error print)',
+                        self.task, ', '.join(asked), ', '.join(self.providers))
+        first = got[0][1]
+        if precision != 'fp32' and precision not in first.split('+'):
+            LOG.warning('onnxruntime %s: dtype %s is not applied: %s runs the %s graph in %s '
+                        '(the CUDA and CPU providers never cast a graph). Pass a graph exported '
+                        'with --dtype %s, ask for providers tensorrt, or use backend tensorrt '
+                        'or torch', self.task, precision, self.providers[0], graph, first,
+                        precision)
+        return first
 
     def _options(self, provider: str, extra: dict[str, dict] | None,
                  cache_dir: str | Path | None) -> dict:
@@ -192,7 +233,7 @@ class OnnxRuntimeRunner:
         folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         h, w = self._graph_size or (0, 0)
         name = INPUT_NAME
-        profile = [f'{name}:{b}x3x{h}x{w}' for b in self._batch]
+        profile = [f'{name}:{b}x3x{h}x{w}' for b in self.batch_profile]
         opts = {'trt_engine_cache_enable': 'True',
                 'trt_engine_cache_path': str(folder / 'ort_trt'),
                 'trt_timing_cache_enable': 'True',
@@ -201,7 +242,8 @@ class OnnxRuntimeRunner:
             opts.update(trt_profile_min_shapes=profile[0], trt_profile_opt_shapes=profile[1],
                         trt_profile_max_shapes=profile[2])
         flags, note = ort_tensorrt_precision(self._precision, installed_tensorrt_version(),
-                                             self.metadata.get('dtype', 'fp32'))
+                                             self.metadata.get('dtype', 'fp32'),
+                                             self.ort_version)
         if note:
             LOG.warning(note)
         opts.update(flags)

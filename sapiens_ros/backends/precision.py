@@ -28,8 +28,12 @@ Two facts fix the plan (sources in docs/backends.md, "Precision plan"):
   operator matrix, so no valid bf16 graph reaches them: bf16 and fp16 come from an fp32 graph
   with the weakly typed ``BF16``/``FP16`` builder flags. 10.12 deprecated weak typing and 11
   removed it, while their parsers document opset 22 and beyond: there the graph is exported in
-  the target dtype and built strongly typed, precision following the graph (which mirrors torch:
-  Sapiens2 computes RMSNorm and the RoPE tables in FP32 inside the model).
+  the target dtype and built strongly typed, precision following the graph. That graph keeps
+  the model's own fp32 islands: transformers' Sapiens2RMSNorm computes its variance in fp32
+  (explicit Casts; checked, not assumed: an fp16 export refuses norms that overflow in fp16,
+  :mod:`.numerics`), the RoPE frequencies stay fp32 buffers (``export.converted``), and softmax
+  needs no pin (q/k norms bound its logits). Every built engine is then measured against the
+  fp32 torch model before it is cached (:mod:`.accuracy`).
 
 The two families need different graphs, so the engine key records the graph's dtype, opset and
 typing, and the graph cache key its dtype and opset.
@@ -211,15 +215,24 @@ def plan_precision(precision: str, trt_version: str, *,
                          warnings=warnings)
 
 
+#: First ONNX Runtime whose TensorRT provider knows ``trt_bf16_enable`` (microsoft/onnxruntime
+#: #24743, merged mid-2025 after the 1.22 branch; documented by #26956). Older providers reject
+#: the key ("Invalid TensorRT EP option") and Python then silently falls back to the CUDA
+#: provider in fp32 on GPU 0. JetPack 6's wheels (1.18-1.20) are older.
+ORT_BF16_VERSION = (1, 23)
+
+
 def ort_tensorrt_precision(precision: str, trt_version: str | None,
-                           graph_dtype: str = 'fp32') -> tuple[dict, str | None]:
+                           graph_dtype: str = 'fp32',
+                           ort_version: str | None = None) -> tuple[dict, str | None]:
     """
     Return ONNX Runtime TensorRT-provider options for ``precision``, and a note when none apply.
 
     The provider's ``trt_fp16_enable``/``trt_bf16_enable`` are TensorRT's weakly typed flags:
-    set only on a TensorRT that still has them (< 11); otherwise the engine follows the
-    ``graph_dtype``, and the note says so when that is not ``precision``. ``trt_version`` None
-    (TensorRT's version unknown) sets nothing.
+    set only on a TensorRT that still has them (< 11) and, for bf16, an ONNX Runtime that knows
+    the key (:data:`ORT_BF16_VERSION`; ``ort_version`` None: assume it does not); otherwise the
+    engine follows the ``graph_dtype``, and the note says so when that is not ``precision``.
+    ``trt_version`` None (TensorRT's version unknown) sets nothing.
     """
     check_precision(precision)
     if precision == 'fp32':
@@ -232,5 +245,11 @@ def ort_tensorrt_precision(precision: str, trt_version: str | None,
                     f'flag (weak typing, removed in TensorRT 11): its engine computes in the '
                     f'{graph_dtype} of the graph; export the graph with --dtype {precision}, or '
                     f'use backend tensorrt')
+    if precision == 'bf16' and (
+            ort_version is None or parse_version(ort_version)[:2] < ORT_BF16_VERSION):
+        which = 'this ONNX Runtime' if ort_version is None else f'ONNX Runtime {ort_version}'
+        return {}, (f'{which} has no trt_bf16_enable (added in 1.23): its TensorRT provider '
+                    f'builds the {graph_dtype} graph in {graph_dtype}; upgrade onnxruntime-gpu, '
+                    f'use dtype fp16, or use backend tensorrt')
     key = 'trt_fp16_enable' if precision == 'fp16' else 'trt_bf16_enable'
     return {key: 'True'}, None

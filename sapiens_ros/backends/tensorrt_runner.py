@@ -23,8 +23,9 @@ stream (handle 0, on which TensorRT adds host synchronisations). Every call runs
 guard for the runner's GPU. Batches beyond the profile's maximum run in chunks, and one below
 its minimum is zero-padded (:func:`~.cuda_graphs.run_in_chunks`).
 
-With CUDA graphs, each captured batch gets an execution context of its own, whose shapes and
-addresses stay those of its graph's static buffers; every other batch runs on the plain context.
+With CUDA graphs, the profile's opt batch is captured when the runner is made (at configure),
+with an execution context of its own whose shapes and addresses stay those of its graph's static
+buffers; every other batch runs on the plain context.
 TensorRT bakes a context's state into a graph captured from it (trtexec captures one graph per
 context), so a graph must never see its context reshaped by a run of another batch.
 """
@@ -100,9 +101,13 @@ class TensorRTRunner:
         self.input_size = Size(int(shape[2]), int(shape[3]))
         lo, _, hi = self.engine.get_tensor_profile_shape(self.input_name, 0)
         self.batch_range = (int(lo[0]), int(hi[0]))
-        self._graphs = (CudaGraphCache(self._execute, self.device, batches=(cuda_graph_batch,),
-                                       make_fn=self._graph_fn, name=f'tensorrt {task}')
-                        if cuda_graph_batch else None)
+        self._graphs = None
+        if cuda_graph_batch:  # captured now, at configure: never while frames stream
+            self._graphs = CudaGraphCache(self._execute, self.device, make_fn=self._graph_fn,
+                                          name=f'tensorrt {task}')
+            batch = min(max(int(cuda_graph_batch), self.batch_range[0]), self.batch_range[1])
+            with torch.cuda.device(self.device):
+                self._graphs.capture((batch,), (3, *self.input_size), self._in_dtype)
         LOG.info('tensorrt %s: %s (input %s, batch %d-%d)', task, self.path.name,
                  self.input_size, *self.batch_range)
 

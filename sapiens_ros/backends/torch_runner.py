@@ -26,7 +26,7 @@ import logging
 
 import torch
 
-from .cuda_graphs import CudaGraphCache
+from .cuda_graphs import CudaGraphCache, run_in_buckets
 from ..core.models.input_size import check_input_size
 from ..core.models.runners import OUTPUT_NAMES
 
@@ -67,16 +67,21 @@ class AcceleratedTorchRunner(TorchRunner):
 
     ``compile``: False, True (default mode) or a ``torch.compile`` mode name. With
     ``cuda_graphs`` and compile, the ``reduce-overhead`` mode (Inductor's own CUDA graphs) is
-    used; with ``cuda_graphs`` alone, the eager forward is captured per batch in
-    ``graph_batches`` (None: the first few batch sizes seen). Outputs of a replayed graph are
-    static buffers, valid until the next call (the pipeline decodes them before that).
+    used; with ``cuda_graphs`` alone, the eager forward is captured here, at configure, for
+    every batch in ``graph_batches`` at ``input_size`` (the factory gives the plan's: 1 for
+    dense heads, the pose crop batches up to ``max_persons``). A batch without its own graph
+    runs as chunks of captured ones (:func:`~.cuda_graphs.run_in_buckets`): nothing is
+    captured while frames stream. Outputs are the caller's to keep.
     """
 
     def __init__(self, task: str, model: torch.nn.Module, model_id: str = '', *,
-                 compile: bool | str = False, cuda_graphs: bool = False,  # noqa: A002
-                 graph_batches: tuple[int, ...] | None = None) -> None:
+                 compile: bool | str = False,  # noqa: A002
+                 cuda_graphs: bool = False, graph_batches: tuple[int, ...] = (1,),
+                 input_size: tuple[int, int] | None = None,
+                 device: torch.device | str | None = None) -> None:
         model_id = model_id or getattr(model.config, '_name_or_path', '') or 'unnamed'
-        on_gpu = next(model.parameters()).device.type == 'cuda'
+        device = torch.device(device) if device is not None else next(model.parameters()).device
+        on_gpu = device.type == 'cuda'
         if compile:
             mode = compile if isinstance(compile, str) else None
             if cuda_graphs and on_gpu and mode is None:
@@ -84,19 +89,24 @@ class AcceleratedTorchRunner(TorchRunner):
             model = torch.compile(model.eval(), mode=mode, dynamic=False)
             LOG.info('torch.compile(%s, mode=%s)', task, mode or 'default')
         super().__init__(task, model, model_id)
+        self.device = device
         self.name = 'torch.compile' if compile else 'torch'
         self._graphs = None
         if cuda_graphs and not compile:
-            if on_gpu:
-                self._graphs = CudaGraphCache(super().__call__, self.device,
-                                              batches=graph_batches, name=f'torch {task}')
-                self.name = 'torch+cudagraphs'
-            else:
+            if not on_gpu:
                 LOG.warning('cuda_graphs needs a CUDA device; running %s eagerly', task)
+            elif input_size is None:
+                LOG.warning('cuda_graphs for %s needs the input size to capture at configure; '
+                            'running eagerly', task)
+            else:
+                self._graphs = CudaGraphCache(super().__call__, self.device,
+                                              name=f'torch {task}')
+                self._graphs.capture(graph_batches, (3, *input_size), self.dtype)
+                self.name = 'torch+cudagraphs'
 
     def __call__(self, pixel_values: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Forward pass, replaying a captured CUDA graph when one applies."""
+        """Forward pass, replaying captured CUDA graphs where they apply."""
         if self._graphs is not None:
             with torch.inference_mode():
-                return self._graphs(pixel_values.to(self.dtype))
+                return run_in_buckets(self._graphs, pixel_values.to(self.dtype))
         return super().__call__(pixel_values)

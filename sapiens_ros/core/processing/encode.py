@@ -91,8 +91,9 @@ def _gpu_jpeg(image: torch.Tensor, order: str, quality: int, backend: str) -> np
         params = nvimgcodec.EncodeParams(quality_value=float(quality))
     except TypeError:
         params = nvimgcodec.EncodeParams(quality=float(quality))
-    data = _nvimgcodec_encoder().encode(nvimgcodec.as_image(rgb.contiguous()), 'jpeg',
-                                        params=params)
+    data = _nvimgcodec_encoder().encode(  # on the stream that wrote the image: ordered after it
+        nvimgcodec.as_image(rgb.contiguous()), 'jpeg', params=params,
+        cuda_stream=torch.cuda.current_stream(rgb.device).cuda_stream)
     return np.frombuffer(data, np.uint8)
 
 
