@@ -47,7 +47,7 @@ from ..core.people.state import People, with_pointmap_scale
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
-from ..core.processing.pointmap_camera import pointmap_intrinsics
+from ..core.processing.pointmap_camera import PointmapCamera, pointmap_intrinsics
 
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
@@ -243,20 +243,23 @@ def depth_image(header: Header, result: FrameResult, foreground_only: bool = Tru
 
 
 def pointmap_camera_info(header: Header, result: FrameResult,
-                         intrinsics: Intrinsics | None = None) -> CameraInfo:
+                         intrinsics: Intrinsics | None = None,
+                         camera: PointmapCamera | None = None) -> CameraInfo:
     """
     ``pointmap/camera_info``: the pinhole camera of ``pointmap/depth``'s grid.
 
     Its size is the pointmap's; K and P are ``intrinsics`` (the input camera_info's, image
     pixels) divided by the stride, or without them the pointmap's own fitted ones (all zero
-    when the pointmap has no usable rays). No distortion, identity R.
+    when the pointmap has no usable rays): fitted once per grid size by the camera's
+    ``camera``, else on this frame. No distortion, identity R.
     """
     pm = result.pointmap
     h, w = pm.xyz.shape[:2]
     msg = CameraInfo(header=header, height=int(h), width=int(w), distortion_model='plumb_bob')
     msg.d = [0.0] * 5
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    grid = pointmap_intrinsics(pm, intrinsics)
+    grid = camera.intrinsics(pm, intrinsics) if camera is not None else \
+        pointmap_intrinsics(pm, intrinsics)
     if grid is not None:
         msg.k = [grid.fx, 0.0, grid.cx, 0.0, grid.fy, grid.cy, 0.0, 0.0, 1.0]
         msg.p = [grid.fx, 0.0, grid.cx, 0.0, 0.0, grid.fy, grid.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
@@ -283,7 +286,8 @@ def info_messages(tasks: Collection[str], keypoint_format_name: str = 'sapiens30
 
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
                    image: np.ndarray | None = None, people: People | None = None,
-                   intrinsics: Intrinsics | None = None) -> dict:
+                   intrinsics: Intrinsics | None = None,
+                   camera: PointmapCamera | None = None) -> dict:
     """
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
@@ -291,8 +295,9 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     not render. ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids,
     smoothed markers, ``people/*`` and the depth-fitted pointmap scale. ``intrinsics``: the
     frame's validated camera_info K (``pointmap/camera_info`` scales it; without it the
-    pointmap's own). Only the suffixes in ``options.outputs`` (when set) are built; compressed
-    variants and :data:`OPTIONAL_OUTPUTS` only when named there.
+    pointmap's own, fitted once per grid size by ``camera``, the frame's camera's
+    ``PointmapCamera``, when given). Only the suffixes in ``options.outputs`` (when set) are
+    built; compressed variants and :data:`OPTIONAL_OUTPUTS` only when named there.
     """
     options = options or MessageOptions()
     if options.normal_encoding not in NORMAL_ENCODINGS:
@@ -342,7 +347,8 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
                                               buffers['depth']),
-        'pointmap/camera_info': lambda: pointmap_camera_info(header, result, intrinsics),
+        'pointmap/camera_info': lambda: pointmap_camera_info(header, result, intrinsics,
+                                                             camera),
         'pose/detections': lambda: detections_msg(header, result, _track_ids(result, people)),
     }
     builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})

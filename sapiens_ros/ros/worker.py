@@ -225,7 +225,8 @@ class StepWorker:
         rgb = decoded.frame.rgb() if wants_image or crops else None
         header = decoded.received.msg.header
         msgs = build_messages(header, result, decoded.options, rgb if wants_image else None,
-                              outcome.people, decoded.intrinsics)
+                              outcome.people, decoded.intrinsics,
+                              frame_out.channel.pointmap_camera)
         for suffix, out in msgs.items():
             frame_out.channel.pubs[suffix].publish(out)
         if to_world:

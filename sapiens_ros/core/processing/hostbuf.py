@@ -24,21 +24,20 @@ copies nothing: the device-to-host copy was the one copy.
 from __future__ import annotations
 
 import array
+import weakref
 
 import numpy as np
 import torch
 
-_ZEROS = memoryview(b'')
+_ZERO = array.array('B', [0])
+#: Message-ready buffers behind CPU tensors (:func:`host_tensor`), by address: ``to_host`` hands
+#: the buffer back instead of a view a message would have to copy.
+_OWNERS: dict[int, weakref.ref] = {}
 
 
 def empty(nbytes: int) -> array.array:
     """Return a new ``array('B')`` of ``nbytes``, zero-filled (Python has no uninitialised one)."""
-    global _ZEROS
-    if len(_ZEROS) < nbytes:
-        _ZEROS = memoryview(bytes(max(nbytes, 2 * len(_ZEROS))))
-    out = array.array('B')
-    out.frombytes(_ZEROS[:nbytes])
-    return out
+    return _ZERO * nbytes  # one memset
 
 
 def host_empty(shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
@@ -48,16 +47,47 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
     return np.frombuffer(empty(count * dtype.itemsize), dtype).reshape(shape)
 
 
+def host_tensor(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """
+    Return a CPU tensor over a new message-ready buffer, for a result to be written into.
+
+    :func:`to_host` gives that buffer back as the result's array, so the message adopts the
+    memory the result was computed in: no copy after the computation.
+    """
+    values = host_empty(shape, _numpy_dtype(dtype))
+    buf = owning_buffer(values)
+    if buf is not None:
+        address = buf.buffer_info()[0]
+
+        def forget(ref, address=address):
+            if _OWNERS.get(address) is ref:
+                del _OWNERS[address]
+
+        _OWNERS[address] = weakref.ref(buf, forget)
+    return torch.from_numpy(values)
+
+
+def device_empty(shape: tuple[int, ...], dtype: torch.dtype,
+                 device: torch.device) -> torch.Tensor:
+    """An uninitialised tensor on ``device``; on the CPU a :func:`host_tensor`."""
+    if device.type == 'cpu':
+        return host_tensor(shape, dtype)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 def to_host(tensor: torch.Tensor, dtype: np.dtype | str | None = None) -> np.ndarray:
     """
     Copy ``tensor`` (any device, any strides) into a new message-ready host array.
 
     With ``dtype`` the values are converted on the way, in the same pass as the copy. A CPU
-    tensor is returned as a numpy view instead (no copy; a message built from it copies once).
+    tensor is returned as a numpy view instead (no copy; a message built from it copies once),
+    or, written in a :func:`host_tensor`, as a view of that message-ready buffer.
     """
-    dtype = np.dtype(dtype) if dtype is not None else torch.empty(0, dtype=tensor.dtype).numpy(
-    ).dtype
+    dtype = np.dtype(dtype) if dtype is not None else _numpy_dtype(tensor.dtype)
     if tensor.device.type == 'cpu':
+        adopted = _adopted(tensor, dtype)
+        if adopted is not None:
+            return adopted
         return tensor.numpy() if tensor.numpy().dtype == dtype else tensor.numpy().astype(dtype)
     out = host_empty(tuple(tensor.shape), dtype)
     if out.size:
@@ -65,8 +95,26 @@ def to_host(tensor: torch.Tensor, dtype: np.dtype | str | None = None) -> np.nda
     return out
 
 
+def _adopted(tensor: torch.Tensor, dtype: np.dtype) -> np.ndarray | None:
+    """The message-ready buffer that ``tensor`` spans exactly, viewed as ``dtype``, or None."""
+    ref = _OWNERS.get(tensor.data_ptr())
+    buf = ref() if ref is not None else None
+    if buf is None or not tensor.is_contiguous() or _numpy_dtype(tensor.dtype) != dtype or \
+            tensor.numel() * tensor.element_size() != len(buf):
+        return None
+    return np.frombuffer(buf, dtype).reshape(tuple(tensor.shape))
+
+
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    return torch.empty(0, dtype=dtype).numpy().dtype
+
+
 def host_copy(values: np.ndarray) -> np.ndarray:
     """Copy ``values`` (any strides) into a new message-ready host array, in one pass."""
+    if values.flags.c_contiguous and not values.dtype.hasobject:
+        buf = array.array('B')
+        buf.frombytes(memoryview(values.reshape(-1).view(np.uint8)))  # no zero fill first
+        return np.frombuffer(buf, values.dtype).reshape(values.shape)
     out = host_empty(values.shape, values.dtype)
     out[...] = values
     return out

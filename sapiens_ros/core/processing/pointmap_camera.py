@@ -75,4 +75,31 @@ def pointmap_intrinsics(pointmap: PointmapResult,
     return fitted_intrinsics(pointmap.xyz)
 
 
-__all__ = ['fitted_intrinsics', 'pointmap_intrinsics', 'strided_intrinsics']
+class PointmapCamera:
+    """
+    One camera's pointmap grid intrinsics, fitted once per grid size.
+
+    The head predicts its rays in a canonical camera fixed by the frame's geometry (size,
+    letterbox, stride), not by the scene, so the fit of the first pointmap with usable rays
+    holds for every later frame of that size; a pointmap without usable rays is not kept.
+    With the input camera_info's intrinsics, those are strided instead (nothing to fit).
+    """
+
+    def __init__(self) -> None:
+        self._fits: dict[tuple[int, int, int], Intrinsics] = {}
+
+    def intrinsics(self, pointmap: PointmapResult,
+                   image: Intrinsics | None = None) -> Intrinsics | None:
+        """Intrinsics of ``pointmap``'s grid (:func:`pointmap_intrinsics`, fits cached)."""
+        if image is not None:
+            return strided_intrinsics(image, pointmap.stride)
+        key = (*pointmap.xyz.shape[:2], pointmap.stride)
+        if key not in self._fits:
+            fit = fitted_intrinsics(pointmap.xyz)
+            if fit is None:
+                return None
+            self._fits[key] = fit
+        return self._fits[key]
+
+
+__all__ = ['PointmapCamera', 'fitted_intrinsics', 'pointmap_intrinsics', 'strided_intrinsics']
