@@ -234,3 +234,23 @@ def test_channel_argmax_matches_argmax_with_ties():
     scores[5, :4] = scores[7, :4] = 100.0  # ties: the lowest index wins, as in argmax
     assert torch.equal(channel_argmax(scores).long(), scores.argmax(0))
     assert channel_argmax(scores).dtype == torch.uint8
+
+
+def test_encodes_left_to_the_caller_give_the_same_bytes(model_dir, astronaut):
+    """``encode_later``: no JPEG/PNG in the pipeline call; ``finish_encoding`` makes them."""
+    from sapiens_ros.core.processing.render import RenderRequest
+
+    request = RenderRequest(frozenset({'seg_overlay'}), frozenset(
+        {('seg_overlay', 'jpeg'), ('seg_labels', 'png')}))
+    now = load_pipeline('seg', model_dir=str(model_dir),
+                        config=PipelineConfig(input_size=INPUT, box_source='full'))
+    later = load_pipeline('seg', model_dir=str(model_dir), config=PipelineConfig(
+        input_size=INPUT, box_source='full', encode_later=True))
+    want = now(astronaut, render=request)[0]
+    got = later(astronaut, render=request)[0]
+    assert set(got.to_encode) == {'seg_overlay.jpeg', 'seg_labels.png'}
+    assert not set(got.to_encode) & set(got.rendered)
+    got.finish_encoding()
+    assert not got.to_encode and set(got.rendered) == set(want.rendered)
+    for key, data in want.rendered.items():
+        assert np.array_equal(got.rendered[key], data), key

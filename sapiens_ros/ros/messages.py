@@ -47,7 +47,7 @@ from ..core.people.state import People, with_pointmap_scale
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
-from ..core.processing.pointmap_camera import PointmapCamera, pointmap_intrinsics
+from ..core.processing.pointmap_camera import pointmap_intrinsics, PointmapCamera
 
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
 _NOCHECK = {'check_fields': False} if '_check_fields' in getattr(Point, '__slots__', ()) else {}
@@ -300,6 +300,7 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     built; compressed variants and :data:`OPTIONAL_OUTPUTS` only when named there.
     """
     options = options or MessageOptions()
+    result.finish_encoding()  # the JPEG/PNG encodes the pipeline left to this thread
     if options.normal_encoding not in NORMAL_ENCODINGS:
         raise ValueError(f'normal_encoding must be one of {NORMAL_ENCODINGS}, '
                          f'got {options.normal_encoding!r}')

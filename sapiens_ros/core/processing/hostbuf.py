@@ -24,6 +24,9 @@ copies nothing: the device-to-host copy was the one copy.
 from __future__ import annotations
 
 import array
+from collections.abc import Iterator
+import contextlib
+import threading
 import weakref
 
 import numpy as np
@@ -69,7 +72,7 @@ def host_tensor(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
 
 def device_empty(shape: tuple[int, ...], dtype: torch.dtype,
                  device: torch.device) -> torch.Tensor:
-    """An uninitialised tensor on ``device``; on the CPU a :func:`host_tensor`."""
+    """Return an uninitialised tensor on ``device``; on the CPU a :func:`host_tensor`."""
     if device.type == 'cpu':
         return host_tensor(shape, dtype)
     return torch.empty(shape, dtype=dtype, device=device)
@@ -91,12 +94,79 @@ def to_host(tensor: torch.Tensor, dtype: np.dtype | str | None = None) -> np.nda
         return tensor.numpy() if tensor.numpy().dtype == dtype else tensor.numpy().astype(dtype)
     out = host_empty(tuple(tensor.shape), dtype)
     if out.size:
-        torch.from_numpy(out).copy_(tensor)
+        arena = getattr(_STAGING, 'arena', None)
+        if arena is not None:
+            arena.add(tensor, out)  # filled when the staging block ends
+        else:
+            torch.from_numpy(out).copy_(tensor)
     return out
 
 
+class StagingArena:
+    """
+    Device-to-host copies of one step, through one staging buffer and one synchronisation.
+
+    :meth:`add` queues a copy into a message-ready host array; :meth:`flush` copies every
+    queued tensor into one buffer (page-locked on CUDA, so the copies are asynchronous and
+    overlap), waits once for the device, then fills each host array from its slice.
+    """
+
+    ALIGN = 64  # every slice starts on a cache line (and any dtype's alignment)
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._jobs: list[tuple[torch.Tensor, np.ndarray]] = []
+
+    def add(self, tensor: torch.Tensor, out: np.ndarray) -> None:
+        """Queue the copy of ``tensor`` (converted to ``out``'s dtype) into ``out``."""
+        self._jobs.append((tensor, out))
+
+    def flush(self) -> None:
+        """Copy every queued tensor to its host array (one synchronisation)."""
+        jobs, self._jobs = self._jobs, []
+        if not jobs:
+            return
+        offsets, total = [], 0
+        for _, out in jobs:
+            offsets.append(total)
+            total += -(-out.nbytes // self.ALIGN) * self.ALIGN
+        pinned = self.device.type == 'cuda'
+        arena = torch.empty(total, dtype=torch.uint8, pin_memory=pinned)
+        slots = []
+        for (tensor, out), start in zip(jobs, offsets, strict=True):
+            slot = arena[start:start + out.nbytes].view(_torch_dtype(out.dtype)).view(out.shape)
+            slot.copy_(tensor, non_blocking=pinned)
+            slots.append(slot)
+        if pinned:
+            torch.cuda.current_stream(self.device).synchronize()
+        for (_, out), slot in zip(jobs, slots, strict=True):
+            np.copyto(out, slot.numpy())
+
+
+_STAGING = threading.local()
+
+
+@contextlib.contextmanager
+def staging(device: torch.device) -> Iterator[StagingArena | None]:
+    """
+    Within the block, :func:`to_host` of a device tensor queues its copy in one arena.
+
+    The arrays it returns are filled when the block ends (read none of them before). On the
+    CPU there is nothing to stage (``to_host`` returns views): yields None.
+    """
+    if device.type == 'cpu' or getattr(_STAGING, 'arena', None) is not None:
+        yield None
+        return
+    arena = _STAGING.arena = StagingArena(device)
+    try:
+        yield arena
+        arena.flush()
+    finally:
+        _STAGING.arena = None
+
+
 def _adopted(tensor: torch.Tensor, dtype: np.dtype) -> np.ndarray | None:
-    """The message-ready buffer that ``tensor`` spans exactly, viewed as ``dtype``, or None."""
+    """Return the message-ready buffer ``tensor`` spans exactly, as ``dtype``, or None."""
     ref = _OWNERS.get(tensor.data_ptr())
     buf = ref() if ref is not None else None
     if buf is None or not tensor.is_contiguous() or _numpy_dtype(tensor.dtype) != dtype or \
@@ -107,6 +177,10 @@ def _adopted(tensor: torch.Tensor, dtype: np.dtype) -> np.ndarray | None:
 
 def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
     return torch.empty(0, dtype=dtype).numpy().dtype
+
+
+def _torch_dtype(dtype: np.dtype) -> torch.dtype:
+    return torch.from_numpy(np.empty(0, dtype)).dtype
 
 
 def host_copy(values: np.ndarray) -> np.ndarray:

@@ -132,7 +132,7 @@ def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
 
 
 def output_crop(out_hw: tuple[int, int] | torch.Size,
-                 letterbox: Letterbox) -> tuple[int, int, int, int] | None:
+                letterbox: Letterbox) -> tuple[int, int, int, int] | None:
     """Return ``(top, left, bottom, right)`` of the frame in an output map, if integral."""
     fy = out_hw[0] / letterbox.input_size[0]
     fx = out_hw[1] / letterbox.input_size[1]
