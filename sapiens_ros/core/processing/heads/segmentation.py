@@ -37,6 +37,11 @@ class SegResult:
         return self.labels != 0
 
 
+#: Fraction of uniform 2x2 source blocks below which argmax-first labels cost more than the
+#: reference (a trained head's labels are smooth: nearly every block is uniform).
+MIN_UNIFORM = 0.75
+
+
 def upsample_dtype(device: torch.device) -> torch.dtype:
     """Reduced precision for the logit upsampling where it is fast (CUDA), else float32."""
     return torch.float16 if device.type == 'cuda' else torch.float32
@@ -68,7 +73,9 @@ def argmax_first_labels(logits: torch.Tensor, letterbox: Letterbox,
     """
     Bilinear-upsample-then-argmax labels, computed argmax first.
 
-    None where that costs more (a downscale) or the padding is not whole output pixels. Written
+    None where that costs more (a downscale, or labels so speckled that fewer than
+    :data:`MIN_UNIFORM` of the source blocks share one label) or the padding is not whole
+    output pixels. Written
     into ``out`` ``(H, W)`` uint8 when given.
 
     Bilinear resampling blends the four source pixels around each frame pixel with convex
@@ -94,6 +101,8 @@ def argmax_first_labels(logits: torch.Tensor, letterbox: Letterbox,
     uniform = (low == down)
     uniform &= torch.cat([uniform[:, 1:], uniform[:, -1:]], 1)
     uniform &= low == torch.cat([low[:, 1:], low[:, -1:]], 1)
+    if uniform.sum() < MIN_UNIFORM * uniform.numel():
+        return None  # speckle (an untrained model): resampling every pixel costs less
     labels = torch.index_select(low.index_select(0, y0), 1, x0,
                                 **({} if out is None else {'out': out}))
     ys, xs = (~uniform.index_select(0, y0).index_select(1, x0)).nonzero(as_tuple=True)
