@@ -124,8 +124,7 @@ def test_seg_agrees_with_full_resolution_argmax(pipeline, wide_frame):
     assert (got == _reference_labels(logits, lb)).float().mean().item() >= 0.995
 
 
-def test_argmax_first_seg_labels_match_the_reference_on_the_sample_photo(pipeline,
-                                                                          monkeypatch):
+def test_argmax_first_seg_labels_match_the_reference_on_the_photo(pipeline, monkeypatch):
     """
     Argmax first (CPU) against the reference's upsample-then-argmax, on the real photo.
 
