@@ -53,3 +53,18 @@ def test_a_result_computed_in_a_host_tensor_is_adopted_without_a_copy():
     assert owning_buffer(host) is not None and host.ctypes.data == t.data_ptr()
     assert owning_buffer(to_host(t[1:])) is None  # a part of it is no message's buffer
     assert owning_buffer(to_host(t.permute(2, 0, 1))) is None
+
+
+def test_messages_keep_the_buffer_they_are_given():
+    """Image, PointCloud2 and CompressedImage adopt a message-ready buffer: no copy on Jazzy."""
+    from sapiens_ros.core.processing.hostbuf import host_empty
+    from sapiens_ros.ros.array_msgs import image_msg, pointcloud2
+    from sapiens_ros.ros.messages import compressed_msg
+    from std_msgs.msg import Header
+
+    pixels = host_empty((4, 5, 3), np.uint8)
+    assert image_msg(Header(), pixels, 'rgb8').data is owning_buffer(pixels)
+    records = host_empty((6,), np.dtype([('x', '<f4'), ('y', '<f4'), ('z', '<f4')]))
+    assert pointcloud2(Header(), records).data is owning_buffer(records)
+    data = host_empty((9,), np.uint8)
+    assert compressed_msg(Header(), data, 'bgr8', 'jpeg').data is owning_buffer(data)

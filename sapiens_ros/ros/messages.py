@@ -34,7 +34,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .array_msgs import byte_array, image_msg, pointcloud2
+from .array_msgs import adopting, byte_array, image_msg, pointcloud2
 from .render_plan import compressed_source, MessageOptions, render_request, wanted_outputs
 from .topic_types import optional_outputs
 from .topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, KEYPOINT_DTYPE, NORMAL_ENCODINGS,
@@ -269,8 +269,10 @@ def pointmap_camera_info(header: Header, result: FrameResult,
 def compressed_msg(header: Header, data: np.ndarray, encoding: str, fmt: str) -> CompressedImage:
     """``CompressedImage`` with image_transport's ``format`` ("bgr8; jpeg compressed bgr8")."""
     target = '' if encoding.startswith('mono') else 'bgr8'
-    return CompressedImage(header=header, format=f'{encoding}; {fmt} compressed {target}',
-                           data=byte_array(data))
+    msg = CompressedImage(header=header, format=f'{encoding}; {fmt} compressed {target}',
+                          **adopting(CompressedImage))
+    msg.data = byte_array(data)  # after __init__, which copies what it is given
+    return msg
 
 
 def info_messages(tasks: Collection[str], keypoint_format_name: str = 'sapiens308'
