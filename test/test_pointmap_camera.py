@@ -68,9 +68,12 @@ def test_the_camera_fits_once_per_grid_size_and_strides_an_input_camera():
                               1.0, 'predicted', stride=stride)
 
     camera = PointmapCamera()
+    camera.retry_after = 2
     assert camera.intrinsics(result(np.full((30, 40, 3), np.nan, np.float32))) is None
-    first = camera.intrinsics(result(pinhole((30, 40), 50.0, 52.0, 20.0, 15.0)))
-    assert (first.fx, first.cy) == pytest.approx((50.0, 15.0), rel=1e-4)  # not kept: None
+    good = result(pinhole((30, 40), 50.0, 52.0, 20.0, 15.0))
+    assert camera.intrinsics(good) is None and camera.intrinsics(good) is None  # waits 2 frames
+    first = camera.intrinsics(good)  # then fits again
+    assert (first.fx, first.cy) == pytest.approx((50.0, 15.0), rel=1e-4)
     # the same grid size: the kept fit, whatever the rays of this frame
     assert camera.intrinsics(result(pinhole((30, 40), 70.0, 70.0, 20.0, 15.0))) == first
     other = camera.intrinsics(result(pinhole((60, 80), 70.0, 70.0, 40.0, 30.0)))
