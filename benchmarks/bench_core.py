@@ -28,17 +28,21 @@ Random weights: the tiny test layout and the real 0.4B layout.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import statistics
+import sys
 import time
 
-import numpy as np
-from sapiens_ros.backends.torch_runner import TorchRunner
-from sapiens_ros.core.models.configs import random_model
-from sapiens_ros.core.models.input_size import parse_size
-from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig
-from sapiens_ros.core.processing.boxes import crop_windows
-from sapiens_ros.core.processing.frames import FrameBatch
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package
+
+import numpy as np  # noqa: E402, I100
+from sapiens_ros.backends.torch_runner import TorchRunner  # noqa: E402
+from sapiens_ros.core.models.configs import random_model  # noqa: E402
+from sapiens_ros.core.models.input_size import parse_size  # noqa: E402
+from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from sapiens_ros.core.processing.boxes import crop_windows  # noqa: E402
+from sapiens_ros.core.processing.frames import FrameBatch  # noqa: E402
+import torch  # noqa: E402
 
 TARGETS = {'pose': 1.25, 'seg': 1.10, 'normal': 1.10, 'pointmap': 1.10}
 BOXES = np.array([[40, 40, 200, 480], [180, 30, 340, 500], [330, 60, 500, 470]], np.float32)

@@ -44,7 +44,8 @@ import time
 
 import cv2
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / 'test')]  # this checkout's package, not an installed one
 
 from replay_bags import camera_bag, frames  # noqa: E402
 from sapiens_ros.backends.factory import load_pipeline  # noqa: E402

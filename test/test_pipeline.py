@@ -124,6 +124,46 @@ def test_seg_agrees_with_full_resolution_argmax(pipeline, wide_frame):
     assert (got == _reference_labels(logits, lb)).float().mean().item() >= 0.995
 
 
+def test_argmax_first_seg_labels_match_the_reference_on_the_photo(pipeline, monkeypatch):
+    """
+    Argmax first (CPU) against the reference's upsample-then-argmax, on the real photo.
+
+    The photo is upscaled by the letterbox's inverse (512x512 frame, 192x192 of logits), so
+    every frame pixel is a blend; the two may differ only where float rounding decides a near
+    tie, which this bounds (none were seen). Two sets of logits: the tiny random model's
+    (speckle, on which the path is forced: nearly every pixel is a class border) and smooth
+    ones made from the photo's own regions (a trained head's kind, which takes the path).
+    """
+    import cv2
+
+    from sapiens_ros.core.media.sample_image import sample_image_path
+    from sapiens_ros.core.processing.heads import segmentation as S
+
+    frame = cv2.imread(str(sample_image_path()))[..., ::-1].copy()
+    batch = FrameBatch([frame], INPUT, torch.device('cpu'))
+    lb = batch.frames[0].letterbox
+    assert lb.resized_size[0] < lb.image_size[0]  # an upsampling: the argmax-first path
+    model = pipeline.runners['seg'](batch.pixel_values)['logits'][0].float()
+    # Smooth logits from the photo: classes of blurred intensity, a soft one-hot plus noise.
+    grey = batch.pixel_values[0].mean(0)
+    bins = (F.avg_pool2d(grey[None, None], 9, 1, 4)[0, 0] + 14).round().clamp(0, 28)
+    gen = torch.Generator().manual_seed(0)
+    smooth = 6.0 * F.avg_pool2d(F.one_hot(bins.long(), 29).permute(2, 0, 1).float()[None],
+                                5, 1, 2)[0] + 0.05 * torch.randn(29, *bins.shape, generator=gen)
+    for name, logits, forced in (('model', model, True), ('smooth', smooth, False)):
+        with monkeypatch.context() as patch:
+            if forced:
+                patch.setattr(S, 'MIN_UNIFORM', 0.0)
+            fast = S.argmax_first_labels(logits, lb)
+            assert fast is not None, name
+            assert torch.equal(S.seg_labels(logits, lb), fast), name
+        reference = _reference_labels(logits, lb)
+        borders = (reference != F.max_pool2d(reference[None, None].float(), 3, 1, 1)[0, 0]).sum()
+        assert borders > 1000, name  # many class borders to resample: the test means something
+        disagree = (fast != reference).sum().item()
+        assert disagree <= 1e-5 * reference.numel(), (name, disagree)
+
+
 def test_seg_reduced_precision_upsampling_agrees():
     """The float16 path (used on CUDA) on logits shaped like a trained head's output."""
     from sapiens_ros.core.processing.letterbox import Letterbox
@@ -207,3 +247,23 @@ def test_channel_argmax_matches_argmax_with_ties():
     scores[5, :4] = scores[7, :4] = 100.0  # ties: the lowest index wins, as in argmax
     assert torch.equal(channel_argmax(scores).long(), scores.argmax(0))
     assert channel_argmax(scores).dtype == torch.uint8
+
+
+def test_encodes_left_to_the_caller_give_the_same_bytes(model_dir, astronaut):
+    """``encode_later``: no JPEG/PNG in the pipeline call; ``finish_encoding`` makes them."""
+    from sapiens_ros.core.processing.render import RenderRequest
+
+    request = RenderRequest(frozenset({'seg_overlay'}), frozenset(
+        {('seg_overlay', 'jpeg'), ('seg_labels', 'png')}))
+    now = load_pipeline('seg', model_dir=str(model_dir),
+                        config=PipelineConfig(input_size=INPUT, box_source='full'))
+    later = load_pipeline('seg', model_dir=str(model_dir), config=PipelineConfig(
+        input_size=INPUT, box_source='full', encode_later=True))
+    want = now(astronaut, render=request)[0]
+    got = later(astronaut, render=request)[0]
+    assert set(got.to_encode) == {'seg_overlay.jpeg', 'seg_labels.png'}
+    assert not set(got.to_encode) & set(got.rendered)
+    got.finish_encoding()
+    assert not got.to_encode and set(got.rendered) == set(want.rendered)
+    for key, data in want.rendered.items():
+        assert np.array_equal(got.rendered[key], data), key

@@ -58,3 +58,26 @@ def test_no_fit_from_degenerate_pointmaps():
     assert fitted_intrinsics(flat) is None
     mirrored = pinhole((20, 30), -100.0, 100.0, 15, 10)  # x grows to the left
     assert fitted_intrinsics(mirrored) is None
+
+
+def test_the_camera_fits_once_per_grid_size_and_strides_an_input_camera():
+    from sapiens_ros.core.processing.pointmap_camera import PointmapCamera
+
+    def result(xyz, stride=1):
+        return PointmapResult(xyz, np.zeros((0, 3)), np.zeros((0, 3)), None, np.zeros((0, 2)),
+                              1.0, 'predicted', stride=stride)
+
+    camera = PointmapCamera()
+    camera.retry_after = 2
+    assert camera.intrinsics(result(np.full((30, 40, 3), np.nan, np.float32))) is None
+    good = result(pinhole((30, 40), 50.0, 52.0, 20.0, 15.0))
+    assert camera.intrinsics(good) is None and camera.intrinsics(good) is None  # waits 2 frames
+    first = camera.intrinsics(good)  # then fits again
+    assert (first.fx, first.cy) == pytest.approx((50.0, 15.0), rel=1e-4)
+    # the same grid size: the kept fit, whatever the rays of this frame
+    assert camera.intrinsics(result(pinhole((30, 40), 70.0, 70.0, 20.0, 15.0))) == first
+    other = camera.intrinsics(result(pinhole((60, 80), 70.0, 70.0, 40.0, 30.0)))
+    assert other.fx == pytest.approx(70.0, rel=1e-4)  # a new size is fitted
+    given = Intrinsics(600.0, 610.0, 319.5, 239.5)
+    assert camera.intrinsics(result(pinhole((30, 40), 1, 1, 0, 0), 4), given) == \
+        strided_intrinsics(given, 4)

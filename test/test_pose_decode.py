@@ -216,3 +216,29 @@ def _reference_grid(image: torch.Tensor, centers: torch.Tensor, sizes: torch.Ten
     ys = centers[:, 1:2] + uy[None] * sizes[:, 1:2]
     gx, gy = 2 * xs / (in_w - 1) - 1, 2 * ys / (in_h - 1) - 1
     return torch.stack(torch.broadcast_tensors(gx[:, None, :], gy[:, :, None]), -1)
+
+
+def test_two_step_peak_is_the_flat_argmax_with_ties_and_nan():
+    """The amax-then-row peak finds what ``max`` over the flattened map finds, first on ties."""
+    from sapiens_ros.core.processing.heads.pose import _peaks
+
+    gen = torch.Generator().manual_seed(3)
+    maps = torch.rand(6, 24, 18, generator=gen)
+    maps[1] = 0.5  # flat: every pixel ties, the first one wins
+    maps[2, 3, 7] = maps[2, 9, 2] = maps[2, 3, 11] = 5.0  # ties across rows and in a row
+    maps[3, 10, 4] = float('nan')  # NaN propagates, as in max
+    maps[4] = float('-inf')
+    maps[4, 23, 17] = -1.0
+    scores, px, py = _peaks(maps)
+    want_scores, want_index = maps.reshape(6, -1).max(dim=1)
+    assert torch.equal(py * 18 + px, want_index)
+    assert torch.allclose(scores, want_scores, equal_nan=True)
+
+
+def test_fixed_pool_matches_the_adaptive_pool():
+    """The foreground boxes' fixed-window pool gives what the adaptive pool gives."""
+    from sapiens_ros.core.processing.boxes import _pool
+
+    maps = torch.randn(1, 29, 64, 48, generator=torch.Generator().manual_seed(4))
+    for size in ((16, 12), (13, 12)):  # a divisor grid (fixed window), and not (adaptive)
+        assert torch.allclose(_pool(maps, size), F.adaptive_avg_pool2d(maps, size), atol=1e-6)

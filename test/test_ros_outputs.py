@@ -79,7 +79,7 @@ def test_compressed_only_when_subscribed(graph):
     overlay = graph.collect(CompressedImage, 'seg/overlay/compressed')
     assert _pump(graph, pub, lambda: packed and overlay and any(
         _stamp(p) == _stamp(raw) for p in packed for raw in labels))
-    assert any('seg_labels.png' in rendered for _, rendered in seen)  # encoded in the pipeline
+    assert any('seg_labels.png' in rendered for _, rendered in seen)  # by the publish thread
     assert packed[0].format == 'mono8; png compressed '  # what image_transport writes
     assert overlay[0].format == 'bgr8; jpeg compressed bgr8'
     raw = {_stamp(m): m for m in labels}

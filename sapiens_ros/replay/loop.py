@@ -61,6 +61,7 @@ from .world import BagWorld
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
+from ..core.processing.pointmap_camera import PointmapCamera
 from ..ros.hri_lists import HRI_MSGS_ERROR
 from ..ros.messages import build_messages, info_messages
 from ..ros.qos import HRI_LATCHED_QOS, LATCHED_QOS, output_qos, TF_QOS
@@ -152,6 +153,8 @@ class Replayer:
         self.render = render_request(self.suffixes, options.messages)
         self.wanted = tasks_for(self.suffixes)
         self.scheduler = Scheduler(pipeline, foreground_only=options.messages.foreground_only)
+        pipeline.config.encode_later = True  # encoded where the messages are built
+        self.pointmap_cameras: dict[str, PointmapCamera] = {}  # by camera topic
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '
                            f'the tasks {", ".join(self.tasks)}')
@@ -529,7 +532,9 @@ class Replayer:
                 if self.opt.on_result is not None:
                     self.opt.on_result(item, result)
                 image = item.frame.rgb()
-                msgs = build_messages(item.header, result, self.messages, image, people)
+                camera = self.pointmap_cameras.setdefault(item.topic, PointmapCamera())
+                msgs = build_messages(item.header, result, self.messages, image, people,
+                                      camera=camera)
                 data = {s: serialize_message(m) for s, m in msgs.items() if s in self.suffixes}
             except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
                 item.error, item.kind = f'building messages failed: {exc}', 'internal'

@@ -17,7 +17,8 @@ Numpy arrays to ``sensor_msgs`` ``Image`` and ``PointCloud2`` and back, without 
 
 Bulk data goes in as an ``array.array('B')``: assigning an ndarray or memoryview to
 ``msg.data`` makes rclpy check every element (~200 ms for one 1024x768 image). The pipeline's
-host arrays already live in such buffers (``core.processing.hostbuf``), so this copies nothing.
+host arrays already live in such buffers (``core.processing.hostbuf``), so this copies nothing
+(with :func:`adopting`'s keyword: on Jazzy the setter otherwise copies the array).
 """
 
 from __future__ import annotations
@@ -33,6 +34,20 @@ from ..core.processing.hostbuf import as_buffer
 
 #: This host's byte order: what a multi-byte ``Image`` built here says in ``is_bigendian``.
 HOST_BIGENDIAN = sys.byteorder == 'big'
+
+
+def adopting(msg_type: type) -> dict:
+    """
+    Keyword arguments for ``msg_type(...)`` whose ``data`` setter keeps an ``array('B')`` as is.
+
+    Jazzy's generated messages skip field checks by default, and then the ``data`` setter copies
+    whatever it is given (``array.array('B', value)``: one full copy of an image); with
+    ``check_fields=True`` it keeps an ``array('B')`` without a copy or an element check. Older
+    distributions (Humble) always check, and keep it too: no keyword there.
+    """
+    return {'check_fields': True} if '_check_fields' in getattr(msg_type, '__slots__', ()) \
+        else {}
+
 
 _FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): PointField.UINT32,
                 np.dtype('uint8'): PointField.UINT8, np.dtype('int32'): PointField.INT32,
@@ -52,7 +67,8 @@ def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
     """``sensor_msgs/Image`` from an HxW or HxWxC array (dtype must match ``encoding``)."""
     channels = pixels.shape[2] if pixels.ndim == 3 else 1
     msg = Image(header=header, height=int(pixels.shape[0]), width=int(pixels.shape[1]),
-                encoding=encoding, is_bigendian=HOST_BIGENDIAN and pixels.dtype.itemsize > 1)
+                encoding=encoding, is_bigendian=HOST_BIGENDIAN and pixels.dtype.itemsize > 1,
+                **adopting(Image))
     msg.step = int(pixels.shape[1]) * pixels.dtype.itemsize * channels
     msg.data = byte_array(pixels)  # row-major whatever the strides: no padding
     return msg
@@ -72,7 +88,8 @@ def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
                         if points.dtype[n].kind == 'f' and n != 'rgb')
     msg = PointCloud2(header=header, height=int(height), width=width, fields=fields,
                       is_bigendian=False, point_step=points.dtype.itemsize,
-                      row_step=points.dtype.itemsize * width, is_dense=bool(dense))
+                      row_step=points.dtype.itemsize * width, is_dense=bool(dense),
+                      **adopting(PointCloud2))
     msg.data = byte_array(points)
     return msg
 

@@ -39,6 +39,7 @@ from .frame_requests import DecodedFrame, RequestBuilder
 from .render_plan import MessageOptions
 from .runtime import FrameSlots, NodeStats, Problem
 from ..core.pipeline.scheduler import Camera, FrameRequest
+from ..core.processing.pointmap_camera import PointmapCamera
 
 __all__ = ['CameraChannel', 'DecodedFrame', 'ReceivedFrame']
 
@@ -54,6 +55,7 @@ class CameraChannel:
         self.inputs = CameraInputs(node, name, self.topic, self.label, slots, param, self.stats)
         self.outputs = CameraOutputs(node, name, self.topic)
         self.requests = RequestBuilder(camera, self.inputs, self.outputs, param)
+        self.pointmap_camera = PointmapCamera()  # pointmap/camera_info's fit, once per size
 
     def topic(self, suffix: str) -> str:
         """Return this camera's name of ``suffix`` (relative: remappable, in the namespace)."""

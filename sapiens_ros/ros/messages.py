@@ -34,7 +34,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .array_msgs import byte_array, image_msg, pointcloud2
+from .array_msgs import adopting, byte_array, image_msg, pointcloud2
 from .render_plan import compressed_source, MessageOptions, render_request, wanted_outputs
 from .topic_types import optional_outputs
 from .topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, KEYPOINT_DTYPE, NORMAL_ENCODINGS,
@@ -49,7 +49,7 @@ from ..core.people.world_skeleton import FusedSkeleton
 from ..core.pipeline.pipeline import FrameResult
 from ..core.processing import render as R
 from ..core.processing.intrinsics import Intrinsics
-from ..core.processing.pointmap_camera import pointmap_intrinsics
+from ..core.processing.pointmap_camera import pointmap_intrinsics, PointmapCamera
 from ..core.processing.pose_overlay import PoseDrawing
 
 # Jazzy+ messages can skip per-element field checks; Humble's cannot (slower markers there).
@@ -304,20 +304,23 @@ def depth_image(header: Header, result: FrameResult, foreground_only: bool = Tru
 
 
 def pointmap_camera_info(header: Header, result: FrameResult,
-                         intrinsics: Intrinsics | None = None) -> CameraInfo:
+                         intrinsics: Intrinsics | None = None,
+                         camera: PointmapCamera | None = None) -> CameraInfo:
     """
     ``pointmap/camera_info``: the pinhole camera of ``pointmap/depth``'s grid.
 
     Its size is the pointmap's; K and P are ``intrinsics`` (the input camera_info's, image
     pixels) divided by the stride, or without them the pointmap's own fitted ones (all zero
-    when the pointmap has no usable rays). No distortion, identity R.
+    when the pointmap has no usable rays): fitted once per grid size by the camera's
+    ``camera``, else on this frame. No distortion, identity R.
     """
     pm = result.pointmap
     h, w = pm.xyz.shape[:2]
     msg = CameraInfo(header=header, height=int(h), width=int(w), distortion_model='plumb_bob')
     msg.d = [0.0] * 5
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    grid = pointmap_intrinsics(pm, intrinsics)
+    grid = camera.intrinsics(pm, intrinsics) if camera is not None else \
+        pointmap_intrinsics(pm, intrinsics)
     if grid is not None:
         msg.k = [grid.fx, 0.0, grid.cx, 0.0, grid.fy, grid.cy, 0.0, 0.0, 1.0]
         msg.p = [grid.fx, 0.0, grid.cx, 0.0, 0.0, grid.fy, grid.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
@@ -327,8 +330,10 @@ def pointmap_camera_info(header: Header, result: FrameResult,
 def compressed_msg(header: Header, data: np.ndarray, encoding: str, fmt: str) -> CompressedImage:
     """``CompressedImage`` with image_transport's ``format`` ("bgr8; jpeg compressed bgr8")."""
     target = '' if encoding.startswith('mono') else 'bgr8'
-    return CompressedImage(header=header, format=f'{encoding}; {fmt} compressed {target}',
-                           data=byte_array(data))
+    msg = CompressedImage(header=header, format=f'{encoding}; {fmt} compressed {target}',
+                          **adopting(CompressedImage))
+    msg.data = byte_array(data)  # after __init__, which copies what it is given
+    return msg
 
 
 def info_messages(tasks: Collection[str], keypoint_format_name: str = 'sapiens308'
@@ -344,7 +349,8 @@ def info_messages(tasks: Collection[str], keypoint_format_name: str = 'sapiens30
 
 def build_messages(header: Header, result: FrameResult, options: MessageOptions | None = None,
                    image: np.ndarray | None = None, people: People | None = None,
-                   intrinsics: Intrinsics | None = None) -> dict:
+                   intrinsics: Intrinsics | None = None,
+                   camera: PointmapCamera | None = None) -> dict:
     """
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
@@ -352,10 +358,12 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     not render. ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids,
     smoothed markers, ``people/*`` and the depth-fitted pointmap scale. ``intrinsics``: the
     frame's validated camera_info K (``pointmap/camera_info`` scales it; without it the
-    pointmap's own). Only the suffixes in ``options.outputs`` (when set) are built; compressed
-    variants and :data:`OPTIONAL_OUTPUTS` only when named there.
+    pointmap's own, fitted once per grid size by ``camera``, the frame's camera's
+    ``PointmapCamera``, when given). Only the suffixes in ``options.outputs`` (when set) are
+    built; compressed variants and :data:`OPTIONAL_OUTPUTS` only when named there.
     """
     options = options or MessageOptions()
+    result.finish_encoding()  # the JPEG/PNG encodes the pipeline left to this thread
     if options.normal_encoding not in NORMAL_ENCODINGS:
         raise ValueError(f'normal_encoding must be one of {NORMAL_ENCODINGS}, '
                          f'got {options.normal_encoding!r}')
@@ -409,7 +417,8 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
         'pointmap/points': lambda: points_cloud(header, result, buffers['cloud']),
         'pointmap/depth': lambda: depth_image(header, result, options.foreground_only,
                                               buffers['depth']),
-        'pointmap/camera_info': lambda: pointmap_camera_info(header, result, intrinsics),
+        'pointmap/camera_info': lambda: pointmap_camera_info(header, result, intrinsics,
+                                                             camera),
         'pose/detections': lambda: detections_msg(header, result, _track_ids(result, people)),
     }
     builders.update({c: (lambda c=c: compressed(c)) for c in COMPRESSED_OUTPUTS})

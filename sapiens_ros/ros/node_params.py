@@ -232,9 +232,10 @@ PARAMS: tuple[Param, ...] = (
           choices=('auto', 'fp32', 'bf16', 'fp16'), launch=True),
     Param('cache_dir', '', 'ONNX/TensorRT cache folder (empty: the user cache dir)',
           applies='configure', launch=True),
-    Param('cpu_threads', 0, 'torch intra-op CPU threads for this process (0: torch default); '
-          '1 avoids OpenMP oversubscription when the CPU is shared', applies='configure',
-          low=0, high=256, launch=True),
+    Param('cpu_threads', 1, 'torch intra-op CPU threads for this process (0: torch default, '
+          'one per core); 1 holds its rate on a shared CPU, where more threads spin-wait on '
+          'busy cores (benchmarks/bench_threads.py)', applies='configure', low=0, high=256,
+          launch=True),
     Param('cuda_graphs', False, 'capture CUDA graphs (torch/tensorrt on cuda)',
           applies='configure'),
     Param('allow_build', True, 'build a missing ONNX graph / TensorRT engine at configure; '

@@ -17,10 +17,12 @@
 The node's two threads: one inference step over every camera's newest frame, then publishing.
 
 The inference thread takes the newest frame of each camera (:class:`~.runtime.FrameSlots`),
-decodes it, and runs one :meth:`~sapiens_ros.core.pipeline.scheduler.Scheduler.run` step for all of
-them: each head once, batched across cameras. The publish thread builds and publishes the
-previous step's messages meanwhile (at most one step waits), so a camera faster than inference
-never builds a backlog and no frame waits more than one step.
+has them decoded (side by side in a small pool when several cameras have one), and runs one
+:meth:`~sapiens_ros.core.pipeline.scheduler.Scheduler.run` step for all of them: each head once,
+batched across cameras. The publish thread encodes the JPEG/PNG images the pipeline left to it
+(``FrameResult.finish_encoding``), then builds and publishes the previous step's messages
+meanwhile (at most one step waits), so a camera faster than inference never builds a backlog
+and no frame waits more than one step.
 
 Stopping never depends on the CPU: the threads stop taking frames at once, a step still in
 inference is abandoned (its results are dropped and counted), and nothing is published once
@@ -30,6 +32,7 @@ stopping began or the ROS context is gone.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 import queue
 import threading
@@ -44,6 +47,8 @@ from .render_plan import MessageOptions
 from .runtime import FrameSlots
 from .stamps import stamp_ns
 from ..core.pipeline.scheduler import FrameOutcome, Scheduler
+
+DECODERS = 2  # threads decoding the cameras' frames of a step side by side
 
 
 @dataclasses.dataclass
@@ -77,6 +82,8 @@ class StepWorker:
         self.node = node
         self.world = world
         self.scheduler = scheduler
+        # Host JPEG/PNG encodes run on the publish thread (FrameResult.finish_encoding).
+        scheduler.pipeline.config.encode_later = True
         self.channels = channels
         self.slots = slots
         self.settings = settings
@@ -84,6 +91,7 @@ class StepWorker:
         self._running = threading.Event()
         self._infer_busy = self._publish_busy = False
         self.threads: tuple[threading.Thread, ...] = ()
+        self._decoders: ThreadPoolExecutor | None = None
 
     @property
     def running(self) -> bool:
@@ -98,6 +106,9 @@ class StepWorker:
     def start(self) -> None:
         """Start both threads."""
         self._running.set()
+        if len(self.channels) > 1:
+            self._decoders = ThreadPoolExecutor(min(DECODERS, len(self.channels)),
+                                                thread_name_prefix='sapiens_decode')
         self.threads = (threading.Thread(target=self._work, name='sapiens_infer', daemon=True),
                         threading.Thread(target=self._publish_loop, name='sapiens_publish',
                                          daemon=True))
@@ -128,6 +139,9 @@ class StepWorker:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
             stopped &= not thread.is_alive()
         self.threads = ()
+        if self._decoders is not None:  # a step still in flight keeps its own reference
+            self._decoders.shutdown(wait=False)
+            self._decoders = None
         while not self._ready.empty():  # a step queued as the threads stopped is stale now
             self._abandon(self._ready.get_nowait())
         return stopped
@@ -166,11 +180,23 @@ class StepWorker:
         """Decode the taken frames and run one scheduler step; return the frames to publish."""
         loaded = self.scheduler.pipeline.tasks
         world = self.world.demand() if self.world is not None else (False, False)
+        max_persons = self.scheduler.pipeline.config.max_persons
+
+        def decode(item: tuple) -> tuple[CameraChannel, object]:
+            channel = self.channels[item[0]]
+            return channel, channel.request(item[1], loaded, settings.forced, settings.options,
+                                            max_persons, world)
+
+        # Each camera's frame is decoded in the decoder pool (OpenCV releases the GIL): the
+        # cameras of a step decode side by side, each channel's state touched by one thread.
+        pool = self._decoders
+        try:
+            decoded = list(pool.map(decode, taken) if pool and len(taken) > 1 else
+                           map(decode, taken))
+        except RuntimeError:  # the pool was shut down by a stop meanwhile
+            decoded = list(map(decode, taken))
         requests, channels = [], []
-        for name, received in taken:
-            channel = self.channels[name]
-            request = channel.request(received, loaded, settings.forced, settings.options,
-                                      self.scheduler.pipeline.config.max_persons, world)
+        for channel, request in decoded:
             if request is not None:
                 requests.append(request)
                 channels.append(channel)
@@ -216,6 +242,7 @@ class StepWorker:
         """Build and publish one camera's messages of one frame; return them."""
         decoded, outcome = frame_out.decoded, frame_out.outcome
         result = outcome.result
+        result.finish_encoding()  # left to this thread by the pipeline
         wants_image = any(k.split('.')[0].endswith('overlay') for k in
                           decoded.render.keys() - set(result.rendered))  # not rendered
         world = self.world
@@ -225,7 +252,8 @@ class StepWorker:
         rgb = decoded.frame.rgb() if wants_image or crops else None
         header = decoded.received.msg.header
         msgs = build_messages(header, result, decoded.options, rgb if wants_image else None,
-                              outcome.people, decoded.intrinsics)
+                              outcome.people, decoded.intrinsics,
+                              frame_out.channel.pointmap_camera)
         for suffix, out in msgs.items():
             frame_out.channel.pubs[suffix].publish(out)
         if to_world:

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import logging
 import math
 import numbers
@@ -35,12 +35,13 @@ from ..models.metadata import keypoint_info
 from ..models.runners import Runner
 from ..processing import render as R
 from ..processing.boxes import check_boxes, crop_windows, foreground_boxes, full_frame_box
+from ..processing.encode import encode, on_device_encoder
 from ..processing.frames import FrameBatch
 from ..processing.heads.normals import NormalResult, unit_normals
 from ..processing.heads.pointmap import calibrated_scale, metric_xyz, PointmapResult
 from ..processing.heads.pose import decode_heatmaps, flip_back, heatmap_to_image, PoseResult
 from ..processing.heads.segmentation import seg_labels, SegResult
-from ..processing.hostbuf import to_host
+from ..processing.hostbuf import host_copy, staging, to_host
 from ..processing.letterbox import sample_map
 
 LOG = logging.getLogger(__name__)
@@ -59,6 +60,10 @@ class PipelineConfig:
     pointmap_stride: int = 1
     foreground_only: bool = True  # keep only seg-foreground points when seg runs
     render: R.RenderRequest | None = None  # what calls without ``render=`` render on the device
+    #: Leave the host (OpenCV) JPEG/PNG encodes to the caller's thread, in
+    #: ``FrameResult.to_encode`` (``finish_encoding``; ``build_messages`` calls it): the node's
+    #: inference thread then only infers, its publish thread encodes. GPU encodes stay here.
+    encode_later: bool = False
 
     def size_of(self, task: str) -> Size:
         """Return the ``(height, width)`` input of ``task`` (pose: its crop size)."""
@@ -99,6 +104,16 @@ class FrameResult:
     rendered: dict[str, np.ndarray] = field(default_factory=dict)
     #: Per-output finiteness checked on the device (None: check the host arrays).
     finite: dict[str, bool] | None = None
+    #: Images to encode into ``rendered`` (``'<name>.<format>'``: host pixels, format, channel
+    #: order, quality), left by the pipeline to the caller's (publish) thread: JPEG/PNG on the
+    #: host is CPU work the inference thread does not do. :meth:`finish_encoding` does them.
+    to_encode: dict[str, tuple] = field(default_factory=dict)
+
+    def finish_encoding(self) -> None:
+        """Encode the images the pipeline left to this thread into ``rendered`` (once)."""
+        while self.to_encode:
+            key, (pixels, fmt, order, quality) = self.to_encode.popitem()
+            self.rendered[key] = host_copy(encode(pixels, fmt, order, quality))
 
     def non_finite(self) -> str | None:
         """Name the first output holding NaN/inf (a broken model or dtype), or return None."""
@@ -240,7 +255,10 @@ class Pipeline:
             timer.mark('render')
         finite = dev.finite_flags(n)
 
-        self._to_host(results, dev, finite, renders)
+        with staging(self.device):  # one staging arena, one synchronisation
+            scales = self._to_host(results, dev, finite, renders)
+        for pointmap, scale in scales:
+            pointmap.scale = float(scale)
         timer.mark('to_host')
         timings = timer.result()
         for r in results:
@@ -266,10 +284,10 @@ class Pipeline:
             keep = torch.isfinite(xyz).all(-1)
             if lab is not None and cfg.foreground_only:
                 keep &= lab != 0
-            ys, xs = keep.nonzero(as_tuple=True)
+            ys, xs = keep.nonzero(as_tuple=True)  # the one sync: the kept count
             items[i] = DevicePointmap(
-                xyz=xyz, points=xyz[keep], colors=rgb[keep],
-                labels=None if lab is None else lab[keep],
+                xyz=xyz, points=xyz[ys, xs], colors=rgb[ys, xs],
+                labels=None if lab is None else lab[ys, xs],
                 pixels=torch.stack([xs, ys], -1) * stride, scale=scale, scale_source=source,
                 stride=stride)
         return items
@@ -340,22 +358,30 @@ class Pipeline:
 
     def _to_host(self, results: list[FrameResult], dev: DeviceResults,
                  finite: tuple[list[str], list[list[bool]]] | None,
-                 renders: list[R.RenderRequest | None]) -> None:
+                 renders: list[R.RenderRequest | None]) -> list[tuple[PointmapResult, object]]:
         """
         Copy the final device arrays to the host (the only transfer of results).
 
-        From a GPU each array lands in a message-ready buffer (:mod:`.hostbuf`); on the CPU the
-        arrays are views (rendered outputs were written straight into such buffers). A rendered
-        point cloud is the one copy of the kept points (``PointmapResult.points`` is a view of
-        its x, y, z).
+        From a GPU each array lands in a message-ready buffer (:mod:`.hostbuf`), filled when the
+        caller's staging block ends (nothing here reads them); on the CPU the arrays are views
+        or the message-ready buffers they were computed in. A rendered point cloud is the one
+        copy of the kept points (``PointmapResult.points`` is a view of its x, y, z). Returns
+        each pointmap with its scale, to be read once the copies landed.
         """
         def host(t, dtype=None):
             return to_host(t, dtype) if isinstance(t, torch.Tensor) else t
 
         names, flags = finite or ([], [])
+        scales = []
         for i, r in enumerate(results):
             if i in dev.rendered:
-                r.rendered = R.to_buffers(dev.rendered[i], renders[i])
+                request = renders[i]
+                later = {(n, f) for n, f in request.encode if self.config.encode_later and
+                         n in dev.rendered[i] and not on_device_encoder(dev.rendered[i][n], f)}
+                r.rendered = R.to_buffers(dev.rendered[i], replace(
+                    request, encode=request.encode - later))
+                r.to_encode = {f'{n}.{f}': (host(dev.rendered[i][n]), f, R.ENCODABLE[n],
+                                            request.jpeg_quality) for n, f in later}
             r.finite = dict(zip(names, flags[i], strict=True)) if names else None
             if i in dev.labels:
                 r.seg = SegResult(host(dev.labels[i]))
@@ -369,20 +395,22 @@ class Pipeline:
                 r.pointmap = PointmapResult(
                     xyz=host(pm.xyz), points=points, colors=host(pm.colors),
                     labels=host(pm.labels), pixels=host(pm.pixels, np.int32),
-                    scale=float(pm.scale), scale_source=pm.scale_source, stride=pm.stride)
+                    scale=0.0, scale_source=pm.scale_source, stride=pm.stride)
+                scales.append((r.pointmap, host(pm.scale, np.float64)))
             if i in dev.matting:
                 r.matting = host(dev.matting[i])
             if i in dev.embedding:
                 r.embedding = host(dev.embedding[i].float())
         if dev.pose is not None:
             self._pose_to_host(results, dev.pose, dev.pointmap, host)
+        return scales
 
     def _pose_to_host(self, results: list[FrameResult], pose: DevicePose,
                       pointmaps: dict[int, DevicePointmap], host) -> None:
         """Split the batched keypoints back into each frame's ``PoseResult`` (host arrays)."""
         if pose.keypoints is not None:
-            kps = host(pose.keypoints).astype(np.float32)
-            scs = host(pose.keypoint_scores).astype(np.float32)
+            kps = host(pose.keypoints, np.float32)
+            scs = host(pose.keypoint_scores, np.float32)
         else:
             kps = np.zeros((0, self.num_keypoints, 2), np.float32)
             scs = np.zeros((0, self.num_keypoints), np.float32)
@@ -392,7 +420,7 @@ class Pipeline:
             r.pose = PoseResult(kps[a:b], scs[a:b], np.asarray(pose.boxes[i], np.float32),
                                 np.asarray(pose.box_scores[i], np.float32))
             if i in pose.keypoints_xyz:
-                r.keypoints_xyz = host(pose.keypoints_xyz[i]).astype(np.float32)
+                r.keypoints_xyz = host(pose.keypoints_xyz[i], np.float32)
             elif i in pointmaps:
                 r.keypoints_xyz = np.full((b - a, self.num_keypoints, 3), np.nan, np.float32)
 

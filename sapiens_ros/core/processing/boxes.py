@@ -168,20 +168,22 @@ def foreground_boxes(logits: torch.Tensor, letterbox: Letterbox, *, factor: int 
     """
     in_h, in_w = letterbox.input_size
     low_h, low_w = max(1, in_h // factor), max(1, in_w // factor)
-    low = F.adaptive_avg_pool2d(logits[None].float(), (low_h, low_w))[0]
+    low = _pool(logits[None].float(), (low_h, low_w))[0]
     prob = 1.0 - low.softmax(0)[0]
-    # Ignore the padding: it is not part of the frame.
+    # Ignore the padding: it is not part of the frame (cells known here, on the host).
     top, left = letterbox.pad
     rh, rw = letterbox.resized_size
     fy, fx = in_h / low_h, in_w / low_w
-    valid = torch.zeros_like(prob, dtype=torch.bool)
     rows = slice(int(np.ceil(top / fy)), int((top + rh) // fy))
-    valid[rows, int(np.ceil(left / fx)):int((left + rw) // fx)] = True
-    prob = torch.where(valid, prob, torch.zeros_like(prob)).cpu().numpy()
+    cols = slice(int(np.ceil(left / fx)), int((left + rw) // fx))
+    inside = torch.zeros_like(prob)
+    inside[rows, cols] = prob[rows, cols]
+    prob = inside.cpu().numpy()  # the one transfer: OpenCV labels the components
+    valid_cells = len(range(low_h)[rows]) * len(range(low_w)[cols])
     mask = (prob > fg_threshold).astype(np.uint8)
     count, comp, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     areas = stats[1:, cv2.CC_STAT_AREA]
-    keep = np.nonzero(areas >= min_area * valid.sum().item())[0] + 1
+    keep = np.nonzero(areas >= min_area * valid_cells)[0] + 1
     keep = keep[np.argsort(-areas[keep - 1], kind='stable')][:max_persons]
     if keep.size == 0:
         return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32)
@@ -196,3 +198,17 @@ def foreground_boxes(logits: torch.Tensor, letterbox: Letterbox, *, factor: int 
     sums = np.bincount(comp.ravel(), weights=prob.ravel(), minlength=count)
     scores = sums[keep] / stats[keep, cv2.CC_STAT_AREA]
     return img.astype(np.float32), scores.astype(np.float32)
+
+
+def _pool(maps: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """
+    Mean of ``maps`` ``(N, C, H, W)`` over the cells of a ``size`` grid.
+
+    A fixed-window ``avg_pool2d`` when the grid divides the map (every Sapiens2 input size), the
+    same numbers as ``adaptive_avg_pool2d`` at a lower cost; the adaptive pool otherwise.
+    """
+    (height, width), (low_h, low_w) = maps.shape[-2:], size
+    if height % low_h == 0 and width % low_w == 0:
+        kernel = (height // low_h, width // low_w)
+        return F.avg_pool2d(maps, kernel, kernel)
+    return F.adaptive_avg_pool2d(maps, size)

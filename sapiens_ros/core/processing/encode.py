@@ -53,6 +53,12 @@ def gpu_jpeg_backend() -> str | None:
         return None
 
 
+def on_device_encoder(image: torch.Tensor | np.ndarray, fmt: str) -> bool:
+    """Tell whether :func:`encode` encodes ``image`` as ``fmt`` on its GPU (else OpenCV)."""
+    return isinstance(image, torch.Tensor) and image.is_cuda and fmt == 'jpeg' and \
+        gpu_jpeg_backend() is not None
+
+
 def encode(image: torch.Tensor | np.ndarray, fmt: str, order: str = 'rgb',
            quality: int = 90) -> np.ndarray:
     """

@@ -143,13 +143,26 @@ class FrameBatch:
         return out[torch.as_tensor(list(indices), device=out.device)]
 
     def _letterbox_into(self, out: torch.Tensor, frame: UploadedFrame, lb: Letterbox) -> None:
-        """Write ``frame`` letterboxed by ``lb`` and normalised into ``out`` ``(3, H, W)``."""
-        out.copy_(-self._mean.expand_as(out))
+        """
+        Write ``frame`` letterboxed by ``lb`` and normalised into ``out`` ``(3, H, W)``.
+
+        Only the padding bands are filled (with the normalised zero), and a frame already at
+        its resized size is written in one pass, without an identity ``F.interpolate``.
+        """
         (h, w), (top, left) = lb.resized_size, lb.pad
+        pad = -self._mean
+        for band in (out[:, :top], out[:, top + h:], out[:, top:top + h, :left],
+                     out[:, top:top + h, left + w:]):
+            if band.numel():
+                band.copy_(pad.expand_as(band))
+        inner = out[:, top:top + h, left:left + w]
+        if (h, w) == tuple(lb.image_size):
+            torch.sub(frame.scaled, self._mean, out=inner)
+            return
         down = h < lb.image_size[0]
         resized = F.interpolate(frame.scaled[None], size=(h, w), mode='bilinear',
                                 align_corners=False, antialias=down)[0]
-        out[:, top:top + h, left:left + w] = resized - self._mean
+        torch.sub(resized, self._mean, out=inner)
 
     def crops(self, frame_index: torch.Tensor, centers: torch.Tensor, sizes: torch.Tensor,
               out_size: tuple[int, int]) -> torch.Tensor:

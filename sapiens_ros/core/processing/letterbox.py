@@ -116,7 +116,7 @@ def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
     otherwise a ``grid_sample`` with float32 coordinates.
     """
     height, width = letterbox.image_size
-    crop = _output_crop(maps.shape[-2:], letterbox)
+    crop = output_crop(maps.shape[-2:], letterbox)
     if stride == 1 and crop is not None:
         top, left, bottom, right = crop
         return F.interpolate(maps[None, :, top:bottom, left:right], size=(height, width),
@@ -131,8 +131,8 @@ def sample_map(maps: torch.Tensor, letterbox: Letterbox, stride: int = 1,
     return out.to(maps.dtype)
 
 
-def _output_crop(out_hw: tuple[int, int] | torch.Size,
-                 letterbox: Letterbox) -> tuple[int, int, int, int] | None:
+def output_crop(out_hw: tuple[int, int] | torch.Size,
+                letterbox: Letterbox) -> tuple[int, int, int, int] | None:
     """Return ``(top, left, bottom, right)`` of the frame in an output map, if integral."""
     fy = out_hw[0] / letterbox.input_size[0]
     fx = out_hw[1] / letterbox.input_size[1]

@@ -75,4 +75,40 @@ def pointmap_intrinsics(pointmap: PointmapResult,
     return fitted_intrinsics(pointmap.xyz)
 
 
-__all__ = ['fitted_intrinsics', 'pointmap_intrinsics', 'strided_intrinsics']
+class PointmapCamera:
+    """
+    One camera's pointmap grid intrinsics, fitted once per grid size.
+
+    The head predicts its rays in a canonical camera fixed by the frame's geometry (size,
+    letterbox, stride), not by the scene, so the fit of the first pointmap with usable rays
+    holds for every later frame of that size. A pointmap without usable rays (an untrained
+    head) gives None, and its grid size is fitted again only after :attr:`retry_after` more
+    frames. With the input camera_info's intrinsics, those are strided instead (nothing to fit).
+    """
+
+    retry_after = 30  # frames of a grid size without a fit before fitting it again
+
+    def __init__(self) -> None:
+        self._fits: dict[tuple[int, int, int], Intrinsics] = {}
+        self._wait: dict[tuple[int, int, int], int] = {}  # frames until the next try
+
+    def intrinsics(self, pointmap: PointmapResult,
+                   image: Intrinsics | None = None) -> Intrinsics | None:
+        """Intrinsics of ``pointmap``'s grid (:func:`pointmap_intrinsics`, fits cached)."""
+        if image is not None:
+            return strided_intrinsics(image, pointmap.stride)
+        key = (*pointmap.xyz.shape[:2], pointmap.stride)
+        if key in self._fits:
+            return self._fits[key]
+        if self._wait.get(key, 0) > 0:
+            self._wait[key] -= 1
+            return None
+        fit = fitted_intrinsics(pointmap.xyz)
+        if fit is None:
+            self._wait[key] = self.retry_after
+            return None
+        self._fits[key] = fit
+        return fit
+
+
+__all__ = ['PointmapCamera', 'fitted_intrinsics', 'pointmap_intrinsics', 'strided_intrinsics']

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..hostbuf import device_empty
 from ..letterbox import Letterbox, sample_map
 
 
@@ -32,12 +33,19 @@ class NormalResult:
 
 
 def unit_normals(raw: torch.Tensor, letterbox: Letterbox) -> torch.Tensor:
-    """``(H, W, 3)`` float32 unit normals from the raw head output ``(3, h, w)``."""
+    """
+    ``(H, W, 3)`` float32 unit normals from the raw head output ``(3, h, w)``, contiguous.
+
+    The last division writes the pixel-interleaved layout directly (on the CPU into a
+    message-ready buffer, :func:`~..hostbuf.host_tensor`): no transposing copy follows.
+    """
     n = sample_map(_unit(raw.float()), letterbox)
-    return _unit(n).permute(1, 2, 0)
+    out = device_empty((n.shape[1], n.shape[2], 3), torch.float32, n.device)
+    _unit(n, out.permute(2, 0, 1))
+    return out
 
 
-def _unit(v: torch.Tensor) -> torch.Tensor:
+def _unit(v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Normalise ``(3, H, W)`` vectors; plane arithmetic beats a strided norm over dim 0."""
     norm = torch.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).clamp_min(1e-8)
-    return v / norm
+    return torch.div(v, norm, out=out) if out is not None else v / norm
