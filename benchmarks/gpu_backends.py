@@ -56,9 +56,10 @@ import traceback
 
 from sapiens_ros.backends.artifact_cache import get_onnx
 from sapiens_ros.backends.artifacts import sidecar_of
-from sapiens_ros.backends.export import converted, TOLERANCES, within_tolerance
+from sapiens_ros.backends.export import TOLERANCES, within_tolerance
 from sapiens_ros.backends.factory import make_runner
 from sapiens_ros.backends.fingerprint import weights_hash
+from sapiens_ros.backends.numerics import converted
 from sapiens_ros.backends.onnxruntime_runner import OnnxRuntimeRunner
 from sapiens_ros.backends.torch_runner import AcceleratedTorchRunner, TorchRunner
 from sapiens_ros.core.models.configs import random_model

@@ -23,7 +23,8 @@ holds (q/k norms bound its logits). No mock: real models, real fp16 arithmetic.
 
 import pytest
 from sapiens_ros.backends.errors import ExportError
-from sapiens_ros.backends.export import converted, export_onnx, TOLERANCES
+from sapiens_ros.backends.export import export_onnx, TOLERANCES
+from sapiens_ros.backends.numerics import converted
 from sapiens_ros.backends.numerics import fp16_unsafe_norms
 from sapiens_ros.core.models.configs import random_model
 import torch

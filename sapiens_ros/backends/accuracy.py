@@ -195,7 +195,7 @@ def tensorrt_gate(task: str, reference, *, precision: str, input_size: tuple[int
 
 def torch_reference(model: torch.nn.Module, task: str, device: torch.device):
     """Return the fp32 reference function of ``model`` on ``device`` (a converted copy)."""
-    from .export import converted
+    from .numerics import converted
     from .torch_runner import TorchRunner
 
     return TorchRunner(task, converted(model, device, torch.float32))
@@ -241,8 +241,7 @@ def gate_ort_tensorrt(runner, loader: Callable[[], torch.nn.Module] | None,
     engine has the files ONNX Runtime wrote since ``started`` removed, and raises
     :class:`EngineAccuracyError`.
     """
-    from .artifact_cache import default_cache_dir
-    from .artifacts import atomic_write
+    from .artifacts import atomic_write, default_cache_dir
     from .tensorrt_build import installed_tensorrt_version
 
     trt_version = installed_tensorrt_version() or 'unknown'

@@ -32,26 +32,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 import json
 import logging
-import os
 from pathlib import Path
 import tempfile
 
-from .artifacts import (atomic_write, entry_lock, invalidate, key_hash, RECIPE_VERSION, sidecar_of,
-                        staging, verify, write_sidecar)
+from .artifacts import (atomic_write, default_cache_dir, entry_lock, invalidate, key_hash,
+                        RECIPE_VERSION, sidecar_of, staging, verify, write_sidecar)
 from .errors import EngineNotBuiltError
 from .precision import BASE_OPSET, graph_opset, PrecisionPlan, PRECISIONS
 from ..core.models.input_size import Size
 
 LOG = logging.getLogger(__name__)
-
-
-def default_cache_dir() -> Path:
-    """Return ``$SAPIENS_ROS_CACHE``, else ``$XDG_CACHE_HOME/sapiens_ros`` (~/.cache)."""
-    env = os.environ.get('SAPIENS_ROS_CACHE')
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get('XDG_CACHE_HOME') or os.path.join('~', '.cache')
-    return Path(base).expanduser() / 'sapiens_ros'
 
 
 @dataclass(frozen=True)

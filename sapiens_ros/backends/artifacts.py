@@ -63,6 +63,15 @@ _FIX = ('point --cache-dir (node: cache_dir) or SAPIENS_ROS_CACHE at a writable 
         'make this one writable')
 
 
+def default_cache_dir() -> Path:
+    """Return ``$SAPIENS_ROS_CACHE``, else ``$XDG_CACHE_HOME/sapiens_ros`` (~/.cache)."""
+    env = os.environ.get('SAPIENS_ROS_CACHE')
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get('XDG_CACHE_HOME') or os.path.join('~', '.cache')
+    return Path(base).expanduser() / 'sapiens_ros'
+
+
 class CacheDirError(SapiensError, OSError):
     """The cache directory cannot be locked or written; the message names the fix."""
 

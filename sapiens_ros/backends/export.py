@@ -35,7 +35,6 @@ and the outputs back to float32, keeping the graph's I/O float32 whatever the we
 from __future__ import annotations
 
 import contextlib
-import copy
 from dataclasses import dataclass, field
 import json
 import logging
@@ -48,6 +47,7 @@ import torch
 
 from .errors import BackendUnavailableError, ExportError, ParityError
 from .fingerprint import weights_hash
+from .numerics import converted, fp16_unsafe_norms
 from .precision import graph_opset
 from ..core.models.input_size import check_input_size, Size
 from ..core.models.loading import parse_dtype
@@ -150,33 +150,6 @@ class ExportResult:
     parity: ParityReport | None = None
     notes: list[str] = field(default_factory=list)
     opset: int = 18
-
-
-def converted(model: torch.nn.Module, device: torch.device,
-              dtype: torch.dtype) -> torch.nn.Module:
-    """
-    Return ``model`` on ``device`` in ``dtype``: itself if it is already, else a converted copy.
-
-    The copy is made tensor by tensor in the target dtype and device, so the caller's model is
-    never changed and no intermediate full-size copy is made. Floating-point parameters get
-    ``dtype``; buffers keep theirs (unlike ``Module.to``): the model keeps in fp32 what it
-    computes in fp32, such as the RoPE frequencies its tables are made from (rounding them to
-    fp16 shifts every rotation angle by up to 5e-4 of itself).
-    """
-    first = next(model.parameters())
-    if first.device == device and first.dtype == dtype and all(
-            p.device == device and p.dtype == dtype for p in model.parameters()) and all(
-            b.device == device for b in model.buffers()):
-        return model
-    memo: dict[int, object] = {}
-    params = {id(p) for p in model.parameters()}
-    for tensor in list(model.parameters()) + list(model.buffers()):
-        target = dtype if tensor.is_floating_point() and id(tensor) in params else tensor.dtype
-        moved = tensor.detach().to(device=device, dtype=target, copy=True)
-        if isinstance(tensor, torch.nn.Parameter):
-            moved = torch.nn.Parameter(moved, requires_grad=False)
-        memo[id(tensor)] = moved
-    return copy.deepcopy(model, memo).eval()
 
 
 @contextlib.contextmanager
@@ -285,8 +258,6 @@ def export_onnx(model: torch.nn.Module, task: str, out: str | Path, *,
 
 def check_fp16_norms(model: torch.nn.Module, task: str) -> None:
     """Raise :class:`ExportError` when an RMS norm of ``model`` overflows in fp16."""
-    from .numerics import fp16_unsafe_norms
-
     unsafe = fp16_unsafe_norms(model)
     if unsafe:
         raise ExportError(

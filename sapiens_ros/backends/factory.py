@@ -138,7 +138,7 @@ def make_runner(task: str, backend: str = 'torch', source: str | None = None, *,
             raise  # the user's own graph: no model to fall back to
         precision = exc.report.precision
         LOG.warning('%s. %s runs on the next backend: torch %s', exc, task, precision)
-        from .export import converted
+        from .numerics import converted
 
         model = converted(loader(), dev, _dtype(precision))
         return make_runner(task, 'torch', source, model=model, size=size, dtype=precision,

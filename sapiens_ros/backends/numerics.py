@@ -31,12 +31,41 @@ softmax kernel (torch, ONNX Runtime, TensorRT) subtracts the row maximum and acc
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 #: The probe's magnitude: well above the 256 at which ``x**2`` overflows fp16.
 FP16_PROBE = 1024.0
 #: A norm is unsafe in fp16 when its output is not finite or this far (relative) from fp32.
 FP16_NORM_RTOL = 1e-2
+
+
+def converted(model: torch.nn.Module, device: torch.device,
+              dtype: torch.dtype) -> torch.nn.Module:
+    """
+    Return ``model`` on ``device`` in ``dtype``: itself if it is already, else a converted copy.
+
+    The copy is made tensor by tensor in the target dtype and device, so the caller's model is
+    never changed and no intermediate full-size copy is made. Floating-point parameters get
+    ``dtype``; buffers keep theirs (unlike ``Module.to``): the model keeps in fp32 what it
+    computes in fp32, such as the RoPE frequencies its tables are made from (rounding them to
+    fp16 shifts every rotation angle by up to 5e-4 of itself).
+    """
+    first = next(model.parameters())
+    if first.device == device and first.dtype == dtype and all(
+            p.device == device and p.dtype == dtype for p in model.parameters()) and all(
+            b.device == device for b in model.buffers()):
+        return model
+    memo: dict[int, object] = {}
+    params = {id(p) for p in model.parameters()}
+    for tensor in list(model.parameters()) + list(model.buffers()):
+        target = dtype if tensor.is_floating_point() and id(tensor) in params else tensor.dtype
+        moved = tensor.detach().to(device=device, dtype=target, copy=True)
+        if isinstance(tensor, torch.nn.Parameter):
+            moved = torch.nn.Parameter(moved, requires_grad=False)
+        memo[id(tensor)] = moved
+    return copy.deepcopy(model, memo).eval()
 
 
 def is_rms_norm(module: torch.nn.Module) -> bool:
@@ -46,8 +75,6 @@ def is_rms_norm(module: torch.nn.Module) -> bool:
 
 def fp16_unsafe_norms(model: torch.nn.Module) -> list[str]:
     """Return the names of the RMS norms of ``model`` that overflow or drift when run in fp16."""
-    from .export import converted
-
     unsafe = []
     for name, module in model.named_modules():
         weight = getattr(module, 'weight', None)

@@ -226,7 +226,7 @@ class OnnxRuntimeRunner:
         only where :func:`~.precision.ort_tensorrt_precision` finds them for the installed
         TensorRT.
         """
-        from .artifact_cache import default_cache_dir
+        from .artifacts import default_cache_dir
         from .precision import ort_tensorrt_precision
         from .tensorrt_build import installed_tensorrt_version
 
