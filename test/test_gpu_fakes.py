@@ -28,6 +28,7 @@ cache, the precision plan, the runners and the torch reference outputs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import sys
@@ -707,6 +708,34 @@ def test_onnxruntime_tensorrt_provider_options(monkeypatch, cuda, model_dir, cac
     assert ('removed in TensorRT 11' in caplog.text) is (flag is None)
 
 
+@contextlib.contextmanager
+def kept_records(prefix: str):
+    """Keep the INFO+ records of every logger under ``prefix`` (at each logger, not the root)."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if not any(r is record for r in records):
+                records.append(record)
+
+    handler = Keep(logging.INFO)
+    names = [prefix] + [n for n in logging.root.manager.loggerDict if n.startswith(prefix + '.')]
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [(lg.level, lg.disabled) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
+        lg.disabled = False
+    try:
+        yield records
+    finally:
+        for lg, (level, disabled) in zip(loggers, saved, strict=True):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+            lg.disabled = disabled
+
+
 @pytest.mark.parametrize('version,sent', [('1.20.0', False), ('1.23.0', True)])
 def test_jetpack6_onnxruntime_gets_no_bf16_key(monkeypatch, cuda, model_dir, cache_dir,
                                                version, sent, caplog):
@@ -730,7 +759,9 @@ def test_jetpack6_onnxruntime_gets_no_bf16_key(monkeypatch, cuda, model_dir, cac
         assert refused.get_providers()[0] == 'CUDAExecutionProvider'
         assert refused.device_id == 0  # the fallback drops every option, the GPU index too
     ort.ep_errors.clear()
-    with caplog.at_level(logging.INFO, logger='sapiens_ros.backends'):
+    # records kept at the backends' loggers themselves: other tests of the same process may
+    # have configured logging (a CLI run's basicConfig), which propagation then depends on
+    with kept_records('sapiens_ros.backends') as records:
         runner = make_runner('pose', 'onnxruntime', str(model_dir / 'pose'), device='cuda:1',
                              input_size=SIZE, cache_dir=cache_dir, batch='1:2:2', dtype='bf16',
                              providers=['tensorrt', 'cuda'])
@@ -739,7 +770,7 @@ def test_jetpack6_onnxruntime_gets_no_bf16_key(monkeypatch, cuda, model_dir, cac
     options = session.get_provider_options()['TensorrtExecutionProvider']
     assert ('trt_bf16_enable' in options) is sent and options['device_id'] == '1'
     assert runner.precision == ('bf16' if sent else 'fp32')
-    lines = [r.getMessage() for r in caplog.records]
+    lines = [r.getMessage() for r in records]
     assert any('session: TensorrtExecutionProvider (' + runner.precision + ', device 1)' in line
                for line in lines), lines
     assert any('no trt_bf16_enable (added in 1.23)' in line for line in lines) is not sent
