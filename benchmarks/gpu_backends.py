@@ -283,15 +283,15 @@ def pipeline_rows(args, available_torch_dtype: torch.dtype) -> list[str]:
         pipe = Pipeline(runners, config, device)
         mode = f'{dtype_label(available_torch_dtype)}{" + CUDA graphs" if graphs else ""}'
         for persons in (1, 3):
-            ms = cuda_ms(lambda _: pipe([frame], boxes=[boxes[:persons]]), None,
-                         args.repeats, args.warmup)
+            ms = cuda_ms(lambda _, pipe=pipe, persons=persons: pipe(
+                [frame], boxes=[boxes[:persons]]), None, args.repeats, args.warmup)
             lines.append(f'| pipeline, 1 frame 1024x768, {persons} person(s) | {mode} | '
                          f'{ms:.1f} |')
         cameras = [Camera(f'cam{i}') for i in range(4)]
         sched = Scheduler(pipe)
         wanted = frozenset(tasks)
 
-        def step(_):
+        def step(_, sched=sched, wanted=wanted, cameras=cameras):
             sched.run([FrameRequest(c, frame, time.monotonic(), wanted, boxes=boxes[:2])
                        for c in cameras])
 

@@ -34,12 +34,12 @@ def test_staging_arena_fills_every_array_with_its_dtype():
                torch.randint(0, 255, (9,), dtype=torch.uint8),
                torch.rand(4, 2).t()]  # non-contiguous
     dtypes = [np.int32, np.float32, np.float64, np.uint8, np.float32]
-    outs = [host_empty(tuple(t.shape), d) for t, d in zip(tensors, dtypes)]
-    for t, out in zip(tensors, outs):
+    outs = [host_empty(tuple(t.shape), d) for t, d in zip(tensors, dtypes, strict=True)]
+    for t, out in zip(tensors, outs, strict=True):
         arena.add(t, out)
     assert not outs[1].any()  # nothing lands before the flush
     arena.flush()
-    for t, out, d in zip(tensors, outs, dtypes):
+    for t, out, d in zip(tensors, outs, dtypes, strict=True):
         np.testing.assert_array_equal(out, t.numpy().astype(d))
         assert owning_buffer(out) is not None  # still a message-ready buffer
 

@@ -51,7 +51,7 @@ class BoneLengths:
         return np.asarray(astuple(self), np.float64)
 
     @classmethod
-    def from_array(cls, values: np.ndarray) -> 'BoneLengths':
+    def from_array(cls, values: np.ndarray) -> BoneLengths:
         """Inverse of :meth:`array`."""
         return cls(*(float(v) for v in values))
 
@@ -174,7 +174,7 @@ def _fk_levels() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Joints by depth in the tree: (joints, their parent links, their child links) per depth."""
     _, _, _, parent, child = _fk_plan()
     depth = {0: 0}
-    for p, c in zip(parent, child):  # parents before children
+    for p, c in zip(parent, child, strict=True):  # parents before children
         depth[c] = depth[p] + 1
     joints = np.arange(len(JOINTS))
     return [(joints[sel], parent[sel], child[sel]) for sel in
