@@ -45,7 +45,8 @@ from sapiens_ros.core.people.geometry import matrix_to_quat, quat_to_matrix, rot
 from sapiens_ros.core.people.humanoid import (BoneLengths, forward_kinematics, JOINT_NAMES,
                                               LINK_NAMES, LOWER, synthetic_keypoints, UPPER)
 from sapiens_ros.core.people.kinematics import BodyKinematics, KinematicsConfig
-from sapiens_ros.core.people.rig import BONE_NAMES, BONES, rig_pose, synthetic_rig_keypoints
+from sapiens_ros.core.people.rig import (BONE_NAMES, random_rig_locals, rig_pose,
+                                         synthetic_rig_keypoints)
 from sapiens_ros.core.people.state import People
 from scipy.spatial.transform import Rotation
 
@@ -66,30 +67,8 @@ def joint_angles(n: int, rng: np.random.Generator) -> np.ndarray:
     return q
 
 
-def rotvec(v):
-    return Rotation.from_rotvec(v).as_matrix()
-
-
 def bone_rotations(n: int, rng: np.random.Generator) -> np.ndarray:
-    loc = np.tile(np.eye(3), (n, len(BONES), 1, 1))
-    for name in ('hips', 'leftUpperArm', 'rightUpperArm', 'leftHand', 'rightHand',
-                 'leftUpperLeg', 'rightUpperLeg', 'leftFoot', 'rightFoot'):
-        loc[:, B[name]] = rotvec(rng.normal(0, 0.5, (n, 3)))
-    twist = np.outer(rng.uniform(-0.5, 0.5, n) / 3, [0, 1, 0])
-    for name in ('spine', 'chest', 'upperChest'):
-        loc[:, B[name]] = rotvec(twist)
-    loc[:, B['neck']] = loc[:, B['head']] = rotvec(rng.normal(0, 0.3, (n, 3)))
-    for s, x in (('left', 1), ('right', -1)):
-        loc[:, B[f'{s}LowerArm']] = rotvec(np.outer(rng.uniform(0.3, 2.0, n), [0, -x, 0]))
-        loc[:, B[f'{s}LowerLeg']] = rotvec(np.outer(rng.uniform(0.3, 2.0, n), [1, 0, 0]))
-        for finger in ('Index', 'Middle', 'Ring', 'Little'):
-            for seg in ('Proximal', 'Intermediate', 'Distal'):
-                loc[:, B[f'{s}{finger}{seg}']] = rotvec(
-                    np.outer(rng.uniform(0, 1.2, n), [0, 0, -x]))
-        for seg in ('Metacarpal', 'Proximal', 'Distal'):
-            loc[:, B[f'{s}Thumb{seg}']] = rotvec(
-                np.outer(rng.uniform(0, 0.8, n), [-x * np.sqrt(0.5), 0, np.sqrt(0.5)]))
-    return loc
+    return random_rig_locals(n, rng)
 
 
 def placement(n: int, rng: np.random.Generator,

@@ -125,8 +125,9 @@ def test_bodies_appear_publish_and_stop_with_their_track(graph):
     assert graph.wait(lambda: _publishers(graph, f'{BODIES_NS}/{B1}/roi') == 0)
 
 
-def test_cameras_of_one_node_share_the_tracked_list_with_unique_ids(graph):
-    node = graph.add(rclpy.create_node('hri_cameras', context=graph.context))
+def _two_cameras_see_one_scene(graph, name: str):
+    """Return the HriBodies of a node whose front and rear cameras see two people (4 bodies)."""
+    node = graph.add(rclpy.create_node(name, context=graph.context))
     bodies = HriBodies(node)
     tracked = graph.collect(hri.IdsList, f'{BODIES_NS}/tracked')
     assert graph.wait(lambda: node.count_subscribers(f'{BODIES_NS}/tracked'))
@@ -135,6 +136,11 @@ def test_cameras_of_one_node_share_the_tracked_list_with_unique_ids(graph):
     frame = frame_facing_camera([-0.4, 0.5])
     bodies.update('front', _header(1), frame, front.update(frame, 1.0), IMAGE)
     bodies.update('rear', _header(1), frame, rear.update(frame, 1.0), IMAGE)
+    return bodies, tracked, rear, frame
+
+
+def test_cameras_of_one_node_share_the_tracked_list_with_unique_ids(graph):
+    bodies, tracked, _, _ = _two_cameras_see_one_scene(graph, 'hri_cameras')
     assert graph.wait(lambda: len(tracked) >= 2)
     assert tracked[-1].ids == [B1, B2, B3, B4]  # the same scene, four people
     bodies.forget('front')
@@ -177,15 +183,7 @@ def test_bodies_come_and_go_from_a_worker_thread_under_any_executor(graph):
 
 def test_a_silent_camera_empties_the_tracked_list_within_track_max_age(graph):
     """Bodies age by time: no frame for max_age, the camera's bodies and topics go."""
-    node = graph.add(rclpy.create_node('hri_silent', context=graph.context))
-    bodies = HriBodies(node)
-    tracked = graph.collect(hri.IdsList, f'{BODIES_NS}/tracked')
-    assert graph.wait(lambda: node.count_subscribers(f'{BODIES_NS}/tracked'))
-    ids = IdAllocator()
-    front, rear = PeopleState(ids=ids), PeopleState(ids=ids)
-    frame = frame_facing_camera([-0.4, 0.5])
-    bodies.update('front', _header(1), frame, front.update(frame, 1.0), IMAGE)
-    bodies.update('rear', _header(1), frame, rear.update(frame, 1.0), IMAGE)
+    bodies, tracked, rear, frame = _two_cameras_see_one_scene(graph, 'hri_silent')
     assert graph.wait(lambda: tracked and tracked[-1].ids == [B1, B2, B3, B4])
     assert bodies.expire(60.0) == []  # both sent within a minute: nothing goes
     time.sleep(0.3)

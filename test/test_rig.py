@@ -19,8 +19,8 @@ from sapiens_ros.core.models.metadata import keypoint_info
 from sapiens_ros.core.people.depth import torso_axes
 from sapiens_ros.core.people.faces import head_poses
 from sapiens_ros.core.people.geometry import matrix_to_quat, rotation_angle
-from sapiens_ros.core.people.rig import (BONE_NAMES, BONES, MODEL_FROM_BODY, rig_pose,
-                                         synthetic_rig_keypoints)
+from sapiens_ros.core.people.rig import (BONE_NAMES, BONES, MODEL_FROM_BODY,
+                                         random_rig_locals, rig_pose, synthetic_rig_keypoints)
 from scipy.spatial.transform import Rotation
 
 B = {n: i for i, n in enumerate(BONE_NAMES)}
@@ -35,27 +35,7 @@ def rotvec(v):
 
 def random_locals(n: int, seed: int = 0) -> np.ndarray:
     """VRM locals ``(n, N, 3, 3)``: free where keypoints show them, hinges where they bend."""
-    rng = np.random.default_rng(seed)
-    loc = np.tile(np.eye(3), (n, len(BONES), 1, 1))
-    for name in ('hips', 'leftUpperArm', 'rightUpperArm', 'leftHand', 'rightHand',
-                 'leftUpperLeg', 'rightUpperLeg', 'leftFoot', 'rightFoot'):
-        loc[:, B[name]] = rotvec(rng.normal(0, 0.5, (n, 3)))
-    twist = np.outer(rng.uniform(-0.5, 0.5, n) / 3, [0, 1, 0])
-    for name in ('spine', 'chest', 'upperChest'):  # the torso twists evenly
-        loc[:, B[name]] = rotvec(twist)
-    half = rng.normal(0, 0.3, (n, 3))  # the neck and the head share the head's turn
-    loc[:, B['neck']] = loc[:, B['head']] = rotvec(half)
-    for s, x in (('left', 1), ('right', -1)):
-        loc[:, B[f'{s}LowerArm']] = rotvec(np.outer(rng.uniform(0.3, 2.0, n), [0, -x, 0]))
-        loc[:, B[f'{s}LowerLeg']] = rotvec(np.outer(rng.uniform(0.3, 2.0, n), [1, 0, 0]))
-        for finger in ('Index', 'Middle', 'Ring', 'Little'):
-            for seg in ('Proximal', 'Intermediate', 'Distal'):
-                loc[:, B[f'{s}{finger}{seg}']] = rotvec(
-                    np.outer(rng.uniform(0, 1.2, n), [0, 0, -x]))
-        for seg in ('Metacarpal', 'Proximal', 'Distal'):
-            loc[:, B[f'{s}Thumb{seg}']] = rotvec(
-                np.outer(rng.uniform(0, 0.8, n), [-x * np.sqrt(0.5), 0, np.sqrt(0.5)]))
-    return loc
+    return random_rig_locals(n, np.random.default_rng(seed))
 
 
 def recover(xyz):

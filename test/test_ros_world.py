@@ -64,6 +64,15 @@ def _detection(cx, cy, w, h, cls='person', score=0.9):
     return det
 
 
+def _rgbd_camera(graph) -> dict:
+    """Return the tester's image, depth and camera_info publishers, matched to the node."""
+    pubs = {name: graph.publisher(t, name) for name, t in
+            (('image', Image), ('depth', Image), ('camera_info', CameraInfo))}
+    for pub in pubs.values():
+        graph.wait_for_subscribers(pub)
+    return pubs
+
+
 def _diag(node) -> dict:
     return {kv.key: kv.value for kv in node.publish_diagnostics().status[0].values}
 
@@ -137,10 +146,7 @@ def test_body_frames_on_tf_at_the_measured_depth(graph):
                      xyz_min_score=0.2)
     tfs = graph.collect(tf2.TFMessage, '/tf', qos(depth=100))
     kps = graph.collect(TOPIC_TYPES['pose/keypoints'], 'pose/keypoints')
-    pubs = {name: graph.publisher(t, name) for name, t in
-            (('image', Image), ('depth', Image), ('camera_info', CameraInfo))}
-    for pub in pubs.values():
-        graph.wait_for_subscribers(pub)
+    pubs = _rgbd_camera(graph)
     wall = np.full((SIZE // 2, SIZE // 2), 2000, np.uint16)  # 2 m, 16UC1 mm, half resolution
 
     def body(msg):
@@ -230,10 +236,7 @@ def test_a_frame_id_tf2_rejects_is_counted_and_parents_no_tf_frame(graph, bad):
                             publish_tf=True)
     tfs = graph.collect(tf2.TFMessage, '/tf', qos(depth=100))
     kps = graph.collect(TOPIC_TYPES['pose/keypoints'], 'pose/keypoints')
-    pubs = {name: graph.publisher(t, name) for name, t in
-            (('image', Image), ('depth', Image), ('camera_info', CameraInfo))}
-    for pub in pubs.values():
-        graph.wait_for_subscribers(pub)
+    pubs = _rgbd_camera(graph)
     wall = np.full((SIZE // 2, SIZE // 2), 2000, np.uint16)
     end = time.monotonic() + 30
     while time.monotonic() < end and len(kps) < 3:

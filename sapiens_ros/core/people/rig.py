@@ -411,6 +411,39 @@ def rig_globals(local: np.ndarray) -> np.ndarray:
     return G
 
 
+def random_rig_locals(n: int, rng: np.random.Generator) -> np.ndarray:
+    """
+    Random VRM locals ``(n, N, 3, 3)`` for tests and benchmarks.
+
+    Free rotations where the keypoints show them, an even torso twist, the neck sharing the
+    head's turn, and hinges (elbows, knees, fingers, thumbs) bending about their own axes.
+    """
+    from scipy.spatial.transform import Rotation
+
+    def rotvec(v):
+        return Rotation.from_rotvec(np.asarray(v, float)).as_matrix()
+
+    loc = np.tile(np.eye(3), (n, len(BONES), 1, 1))
+    for name in ('hips', 'leftUpperArm', 'rightUpperArm', 'leftHand', 'rightHand',
+                 'leftUpperLeg', 'rightUpperLeg', 'leftFoot', 'rightFoot'):
+        loc[:, _B[name]] = rotvec(rng.normal(0, 0.5, (n, 3)))
+    twist = np.outer(rng.uniform(-0.5, 0.5, n) / 3, [0, 1, 0])
+    for name in ('spine', 'chest', 'upperChest'):
+        loc[:, _B[name]] = rotvec(twist)
+    loc[:, _B['neck']] = loc[:, _B['head']] = rotvec(rng.normal(0, 0.3, (n, 3)))
+    for s, x in (('left', 1), ('right', -1)):
+        loc[:, _B[f'{s}LowerArm']] = rotvec(np.outer(rng.uniform(0.3, 2.0, n), [0, -x, 0]))
+        loc[:, _B[f'{s}LowerLeg']] = rotvec(np.outer(rng.uniform(0.3, 2.0, n), [1, 0, 0]))
+        for finger in ('Index', 'Middle', 'Ring', 'Little'):
+            for seg in ('Proximal', 'Intermediate', 'Distal'):
+                loc[:, _B[f'{s}{finger}{seg}']] = rotvec(
+                    np.outer(rng.uniform(0, 1.2, n), [0, 0, -x]))
+        for seg in ('Metacarpal', 'Proximal', 'Distal'):
+            loc[:, _B[f'{s}Thumb{seg}']] = rotvec(
+                np.outer(rng.uniform(0, 0.8, n), [-x * np.sqrt(0.5), 0, np.sqrt(0.5)]))
+    return loc
+
+
 def synthetic_rig_keypoints(local: np.ndarray, rotation: np.ndarray,
                             origin: np.ndarray) -> np.ndarray:
     """
@@ -440,5 +473,5 @@ def synthetic_rig_keypoints(local: np.ndarray, rotation: np.ndarray,
     return out
 
 
-__all__ = ['BONES', 'BONE_NAMES', 'Bone', 'MODEL_FROM_BODY', 'RigPose', 'rig_globals',
-           'rig_pose', 'synthetic_rig_keypoints']
+__all__ = ['BONES', 'BONE_NAMES', 'Bone', 'MODEL_FROM_BODY', 'RigPose', 'random_rig_locals',
+           'rig_globals', 'rig_pose', 'synthetic_rig_keypoints']
