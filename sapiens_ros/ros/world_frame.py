@@ -34,17 +34,15 @@ from rclpy.time import Time
 from scipy.spatial.transform import Rotation
 
 from .runtime import Throttle
-from .tf_frames import valid_frame_id
+from .tf_frames import TF2_ROS_ERROR, valid_frame_id
 
-try:
+if TF2_ROS_ERROR is None:  # tf_frames decides once whether tf2_ros imports
     from tf2_ros import (Buffer, ConnectivityException, ExtrapolationException,
                          InvalidArgumentException, LookupException, TransformListener)
-    TF2_ROS_ERROR: str | None = None
-except ImportError as exc:  # optional: a ROS install has it, the node runs without it
+else:  # optional: a ROS install has it, the node runs without it
     Buffer = TransformListener = None
     ConnectivityException = ExtrapolationException = InvalidArgumentException = \
         LookupException = LookupError
-    TF2_ROS_ERROR = f'{type(exc).__name__}: {exc}'
 
 #: How lookups end, as counted: found, or why not.
 LOOKUPS = ('found', 'missing', 'extrapolation', 'frame_id')
