@@ -249,21 +249,29 @@ def test_channel_argmax_matches_argmax_with_ties():
     assert channel_argmax(scores).dtype == torch.uint8
 
 
-def test_encodes_left_to_the_caller_give_the_same_bytes(model_dir, astronaut):
-    """``encode_later``: no JPEG/PNG in the pipeline call; ``finish_encoding`` makes them."""
-    from sapiens_ros.core.processing.render import RenderRequest
+def test_host_work_left_to_the_caller_gives_the_same_bytes(model_dir, astronaut):
+    """
+    ``host_work_later`` on a CPU: the pipeline renders and encodes nothing; the caller's thread.
 
-    request = RenderRequest(frozenset({'seg_overlay'}), frozenset(
-        {('seg_overlay', 'jpeg'), ('seg_labels', 'png')}))
-    now = load_pipeline('seg', model_dir=str(model_dir),
+    ``render_result`` (what ``build_messages`` calls for what the pipeline did not render) then
+    makes the same overlays, depth, cloud and encoded images, byte for byte. On a GPU the
+    rendering stays on the device and only host encodes are left (``to_encode``).
+    """
+    from sapiens_ros.core.processing import render as R
+
+    request = R.RenderRequest(
+        frozenset({'seg_overlay', 'normal_overlay', 'depth', 'cloud'}),
+        frozenset({('seg_overlay', 'jpeg'), ('seg_labels', 'png'), ('normal_overlay', 'jpeg')}))
+    tasks = 'seg,normal,pointmap'
+    now = load_pipeline(tasks, model_dir=str(model_dir),
                         config=PipelineConfig(input_size=INPUT, box_source='full'))
-    later = load_pipeline('seg', model_dir=str(model_dir), config=PipelineConfig(
-        input_size=INPUT, box_source='full', encode_later=True))
+    later = load_pipeline(tasks, model_dir=str(model_dir), config=PipelineConfig(
+        input_size=INPUT, box_source='full', host_work_later=True))
     want = now(astronaut, render=request)[0]
     got = later(astronaut, render=request)[0]
-    assert set(got.to_encode) == {'seg_overlay.jpeg', 'seg_labels.png'}
-    assert not set(got.to_encode) & set(got.rendered)
-    got.finish_encoding()
-    assert not got.to_encode and set(got.rendered) == set(want.rendered)
+    assert not got.rendered and not got.to_encode  # the inference thread only inferred
+    want.finish_encoding()
+    made = R.render_result(got, astronaut, request)
+    assert set(made) == set(want.rendered)
     for key, data in want.rendered.items():
-        assert np.array_equal(got.rendered[key], data), key
+        assert np.array_equal(made[key], data, equal_nan=key == 'depth'), key

@@ -153,7 +153,7 @@ class Replayer:
         self.render = render_request(self.suffixes, options.messages)
         self.wanted = tasks_for(self.suffixes)
         self.scheduler = Scheduler(pipeline, foreground_only=options.messages.foreground_only)
-        pipeline.config.encode_later = True  # encoded where the messages are built
+        pipeline.config.host_work_later = True  # host work where the messages are built
         self.pointmap_cameras: dict[str, PointmapCamera] = {}  # by camera topic
         if not self.suffixes:
             raise BagError(f'none of the outputs {", ".join(sorted(chosen or ()))} belongs to '

@@ -82,8 +82,8 @@ class StepWorker:
         self.node = node
         self.world = world
         self.scheduler = scheduler
-        # Host JPEG/PNG encodes run on the publish thread (FrameResult.finish_encoding).
-        scheduler.pipeline.config.encode_later = True
+        # Host work (JPEG/PNG encodes; on a CPU the rendering) runs on the publish thread.
+        scheduler.pipeline.config.host_work_later = True
         self.channels = channels
         self.slots = slots
         self.settings = settings

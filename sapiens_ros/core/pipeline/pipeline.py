@@ -60,10 +60,12 @@ class PipelineConfig:
     pointmap_stride: int = 1
     foreground_only: bool = True  # keep only seg-foreground points when seg runs
     render: R.RenderRequest | None = None  # what calls without ``render=`` render on the device
-    #: Leave the host (OpenCV) JPEG/PNG encodes to the caller's thread, in
-    #: ``FrameResult.to_encode`` (``finish_encoding``; ``build_messages`` calls it): the node's
-    #: inference thread then only infers, its publish thread encodes. GPU encodes stay here.
-    encode_later: bool = False
+    #: Leave host work to the thread that builds the messages, so that the node's inference
+    #: thread only infers and its publish thread (replay: its writer) works beside it: the host
+    #: (OpenCV) JPEG/PNG encodes, in ``FrameResult.to_encode`` (``finish_encoding``;
+    #: ``build_messages`` calls it), and on a CPU device the rendering as well (``build_messages``
+    #: renders what the pipeline did not, with the same code). Device work and GPU encodes stay.
+    host_work_later: bool = False
 
     def size_of(self, task: str) -> Size:
         """Return the ``(height, width)`` input of ``task`` (pose: its crop size)."""
@@ -205,6 +207,8 @@ class Pipeline:
         renders = list(render) if isinstance(render, (list, tuple)) else [render] * n
         if len(renders) != n:
             raise SapiensError(f'{len(renders)} render requests for {n} frames')
+        if self.config.host_work_later and self.device.type == 'cpu':
+            renders = [None] * n  # rendering is host work here: the caller's thread does it
         cfg = self.config
         timer = StageTimer(self.device)
         batch = FrameBatch(frames, cfg.input_size, self.device, color_order)
@@ -376,7 +380,7 @@ class Pipeline:
         for i, r in enumerate(results):
             if i in dev.rendered:
                 request = renders[i]
-                later = {(n, f) for n, f in request.encode if self.config.encode_later and
+                later = {(n, f) for n, f in request.encode if self.config.host_work_later and
                          n in dev.rendered[i] and not on_device_encoder(dev.rendered[i][n], f)}
                 r.rendered = R.to_buffers(dev.rendered[i], replace(
                     request, encode=request.encode - later))
