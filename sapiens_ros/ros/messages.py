@@ -360,8 +360,9 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     ``PeopleState.update`` of this frame) adds track ids, smoothed markers, ``people/*`` and
     the depth-fitted pointmap scale. ``intrinsics``: the frame's validated camera_info K
     (``pointmap/camera_info`` scales it; without it the pointmap's own, fitted once per grid
-    size by ``camera``, the frame's camera's ``PointmapCamera``, when given). Only the suffixes in ``options.outputs`` (when set) are
-    built; compressed variants and :data:`OPTIONAL_OUTPUTS` only when named there.
+    size by ``camera``, the frame's camera's ``PointmapCamera``, when given). Only the
+    suffixes in ``options.outputs`` (when set) are built; compressed variants and
+    :data:`OPTIONAL_OUTPUTS` only when named there.
     """
     options = options or MessageOptions()
     result.finish_encoding()  # the JPEG/PNG encodes the pipeline left to this thread

@@ -34,7 +34,8 @@ from ..models.loading import parse_device
 from ..models.metadata import keypoint_info
 from ..models.runners import Runner
 from ..processing import render as R
-from ..processing.boxes import check_boxes, crop_windows, foreground_boxes, full_frame_box
+from ..processing.boxes import (check_boxes, crop_windows, foreground_boxes_batch,
+                                full_frame_box)
 from ..processing.device_frame import DeviceFrame
 from ..processing.encode import encode, on_device_encoder
 from ..processing.frames import FrameBatch
@@ -232,9 +233,14 @@ class Pipeline:
             out, lbs = forward('seg', idx)
             logits = out['logits']
             dev.labels = {i: seg_labels(logits[j], lbs[i]) for j, i in enumerate(idx)}
-            dev.seg_boxes = {i: foreground_boxes(
-                logits[j], lbs[i], min_area=cfg.min_person_area, max_persons=cfg.max_persons)
-                for j, i in enumerate(idx) if plans[i].boxes == 'seg'}
+            boxed = [(j, i) for j, i in enumerate(idx) if plans[i].boxes == 'seg']
+            if boxed:  # one batch: one pooling, one copy to the host
+                rows = [j for j, _ in boxed]
+                found = foreground_boxes_batch(
+                    logits if len(rows) == len(logits) else logits[rows],
+                    [lbs[i] for _, i in boxed], min_area=cfg.min_person_area,
+                    max_persons=cfg.max_persons)
+                dev.seg_boxes = {i: b for (_, i), b in zip(boxed, found, strict=True)}
             timer.mark('seg.decode')
         if idx := frames_of('normal'):
             out, lbs = forward('normal', idx)
