@@ -22,14 +22,14 @@ What it models:
   device is per thread (every thread starts on device 0, whatever another thread selected);
 * streams: ``torch.cuda.Stream`` objects with unique handles, the legacy default stream of each
   device (handle 0) as the initial current stream, ``current_stream``, ``stream(s)`` contexts,
-  and every ``wait_stream``/``synchronize`` recorded in :attr:`FakeCuda.log`; the current stream
-  of each device is per thread, as CUDA's;
+  and every ``wait_stream``/``wait_event``/``synchronize`` recorded in :attr:`FakeCuda.log`;
+  the current stream of each device is per thread, as CUDA's;
 * asynchrony: work launched through :meth:`FakeCuda.launch` (the fake TensorRT's engine runs,
   graph replays) is queued on its stream and runs only when something orders it: a torch
   operation on that stream (torch kernels run on the current stream, after its queued work),
-  ``other.wait_stream(stream)``, ``stream.synchronize()``, ``torch.cuda.synchronize()`` or an
-  event recorded after it being synchronised. So a reader that forgets to wait for the
-  producer's stream reads stale memory, as on a GPU;
+  ``other.wait_stream(stream)``, ``other.wait_event(event)``, ``stream.synchronize()``,
+  ``torch.cuda.synchronize()`` or an event recorded after it being synchronised. So a reader
+  that forgets to wait for the producer's stream reads stale memory, as on a GPU;
 * CUDA graphs: ``CUDAGraph``, ``graph(g, pool=..., stream=..., capture_error_mode=...)``
   capture contexts on a fresh capture stream, ``graph_pool_handle``. Work launched on the
   capturing stream is recorded into the graph instead of running, and so is every torch op the
@@ -183,6 +183,8 @@ class _HostMemory(TorchFunctionMode):
             return _on_device(args[0].as_subclass(torch.Tensor), target)
         elif name == 'pin_memory':  # no page-locked memory without CUDA: the host tensor
             return args[0]
+        if kwargs.get('pin_memory'):  # a factory's page-locked buffer: host memory here
+            kwargs['pin_memory'] = False
         if cuda.gpu_tensors:
             source = _fake_index_of(args, kwargs)
             if name == 'numpy' and source is not None:
@@ -216,6 +218,20 @@ class FakeStream:
         """Order this stream's later work after ``other``'s queued work (which runs now)."""
         self._cuda.log.append(('wait', self.cuda_stream, other.cuda_stream))
         self._cuda.flush(other.cuda_stream)
+
+    def wait_event(self, event) -> None:
+        """
+        Order this stream's later work after ``event``'s stream's work (which runs now).
+
+        The fake keeps no position in a queue: everything queued on the event's stream runs,
+        also what was queued after the event was recorded (more waiting than CUDA's, never less).
+        An event never recorded orders nothing, as in CUDA.
+        """
+        source = getattr(event, 'stream', None)
+        self._cuda.log.append(('wait_event', self.cuda_stream,
+                               None if source is None else source.cuda_stream))
+        if source is not None:
+            self._cuda.flush(source.cuda_stream)
 
     def synchronize(self) -> None:
         """Run every queued launch of this stream (a capture forbids it)."""

@@ -17,7 +17,8 @@
 import numpy as np
 import pytest
 from sapiens_ros.core.models.metadata import keypoint_info
-from sapiens_ros.core.processing.boxes import crop_windows, foreground_boxes
+from sapiens_ros.core.processing.boxes import (crop_windows, foreground_boxes,
+                                               foreground_boxes_batch)
 from sapiens_ros.core.processing.frames import FrameBatch
 from sapiens_ros.core.processing.heads.pose import (decode_heatmaps, flip_back, gaussian_heatmaps,
                                                     heatmap_to_image, image_to_heatmap)
@@ -88,6 +89,23 @@ def test_foreground_boxes_from_components():
     none, _ = foreground_boxes(torch.zeros(29, 256, 192).index_fill_(0, torch.tensor([0]), 9.0),
                                lb)
     assert none.shape == (0, 4)
+
+
+def test_foreground_boxes_of_a_batch_are_each_frames():
+    """One batch of frames letterboxed differently: each frame's boxes, its own padding ignored."""
+    lbs = [Letterbox.fit((480, 640), (256, 192)), Letterbox.fit((640, 300), (256, 192)),
+           Letterbox.fit((256, 192), (256, 192))]
+    logits = torch.zeros(3, 29, 256, 192)
+    logits[:, 22] = 5.0  # foreground everywhere, padding included: only the frame counts
+    logits[2, 0, :, :96] = 10.0  # the third frame: background on its left half
+    batch = foreground_boxes_batch(logits, lbs)
+    for k, lb in enumerate(lbs):
+        boxes, scores = foreground_boxes(logits[k], lb)
+        assert np.array_equal(batch[k][0], boxes) and np.array_equal(batch[k][1], scores)
+        height, width = lb.image_size
+        want = [-0.5, -0.5, width - 0.5, height - 0.5] if k < 2 else [95.5, -0.5, 191.5, 255.5]
+        assert boxes.shape == (1, 4) and np.abs(boxes[0] - want).max() <= 8, (k, boxes)
+    assert foreground_boxes_batch(logits[:0], []) == []
 
 
 def _reference_dark_udp(heatmaps: torch.Tensor, kernel: int = 11) -> torch.Tensor:

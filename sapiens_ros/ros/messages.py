@@ -20,7 +20,8 @@ of topic suffix (``'pose/keypoints'``...) to message, so the live node and the b
 exactly the same thing. The topic names are in :mod:`.topics`, what to render for them in
 :mod:`.render_plan`, and the bulk data goes in without a copy (:mod:`.array_msgs`): a result that
 was not rendered on the pipeline's device is rendered here by the same torch code
-(``core.processing.render``) on the CPU.
+(``core.processing.render``) on the CPU. The pose overlay, which shows the track ids, is drawn
+here on the frame the pipeline kept on its device for it (``FrameResult.device_frame``).
 """
 
 from __future__ import annotations
@@ -355,12 +356,13 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     All contract messages for one frame, by topic suffix; every one carries ``header``.
 
     ``image`` is the input frame as HxWx3 RGB uint8, needed only for overlays the pipeline did
-    not render. ``people`` (the camera's ``PeopleState.update`` of this frame) adds track ids,
-    smoothed markers, ``people/*`` and the depth-fitted pointmap scale. ``intrinsics``: the
-    frame's validated camera_info K (``pointmap/camera_info`` scales it; without it the
-    pointmap's own, fitted once per grid size by ``camera``, the frame's camera's
-    ``PointmapCamera``, when given). Only the suffixes in ``options.outputs`` (when set) are
-    built; compressed variants and :data:`OPTIONAL_OUTPUTS` only when named there.
+    not render (nor keep its device frame for). ``people`` (the camera's
+    ``PeopleState.update`` of this frame) adds track ids, smoothed markers, ``people/*`` and
+    the depth-fitted pointmap scale. ``intrinsics``: the frame's validated camera_info K
+    (``pointmap/camera_info`` scales it; without it the pointmap's own, fitted once per grid
+    size by ``camera``, the frame's camera's ``PointmapCamera``, when given). Only the
+    suffixes in ``options.outputs`` (when set) are built; compressed variants and
+    :data:`OPTIONAL_OUTPUTS` only when named there.
     """
     options = options or MessageOptions()
     result.finish_encoding()  # the JPEG/PNG encodes the pipeline left to this thread
@@ -382,9 +384,12 @@ def build_messages(header: Header, result: FrameResult, options: MessageOptions 
     request = render_request(wanted, options)
     missing = request.keys() - set(result.rendered)
     buffers = dict(result.rendered)
+    drawn = {k for k in missing if k.split('.')[0] in R.AFTER_TRACKING}
+    pose = pose_drawing(result, options, people) if drawn else None
+    if drawn and result.device_frame is not None:  # on the pipeline's device, after tracking
+        buffers.update(R.render_after_tracking(result.device_frame, request.only(drawn), pose))
+        missing -= drawn
     if missing:
-        drawn = {'pose_overlay', *(f'pose_overlay.{f}' for f in ('jpeg', 'png'))} & missing
-        pose = pose_drawing(result, options, people) if drawn else None
         buffers.update(R.render_result(result, image, request.only(missing), pose))
 
     def compressed(suffix: str) -> CompressedImage:

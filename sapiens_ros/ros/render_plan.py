@@ -19,7 +19,8 @@ Overlays, 16-bit normals, depth, the matting alpha, the point-cloud records and 
 images are rendered on the pipeline's device when it was asked to (:func:`render_request`), so
 building the messages copies no bulk data; whatever was not rendered there is rendered by
 :mod:`.messages` with the same torch code (``core.processing.render``) on the CPU. The pose
-overlay is always drawn there: it shows the track ids and colours, known after tracking.
+overlay shows the track ids and colours, known after tracking: asked for, the pipeline keeps
+the frame on its device and :mod:`.messages` draws the overlay there, after tracking.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from .topics import COMPRESSED_OUTPUTS, OUTPUT_TASK, TASK_OUTPUTS
 from ..core.pipeline.pipeline import FrameResult
-from ..core.processing.render import RenderRequest
+from ..core.processing.render import AFTER_TRACKING, RenderRequest
 
 #: The rendered buffer behind each output (``core.processing.render`` names).
 RENDERED = {'pose/overlay': 'pose_overlay', 'seg/overlay': 'seg_overlay',
@@ -63,15 +64,28 @@ def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> l
     """
     Raw suffixes ``result`` can fill; no compressed ones.
 
-    Overlays need the input image, unless the pipeline rendered them.
+    Overlays need the input image, unless the pipeline rendered them, or kept its device frame
+    for the pose overlay (drawn after tracking).
     """
+    kept = AFTER_TRACKING if result.device_frame is not None else frozenset()
     out = []
     for task, suffixes in TASK_OUTPUTS.items():
         if getattr(result, task) is None:
             continue
         out.extend(s for s in suffixes if image is not None or not s.endswith('overlay')
-                   or RENDERED[s] in result.rendered)
+                   or RENDERED[s] in result.rendered or RENDERED[s] in kept)
     return out
+
+
+def needs_host_image(render: RenderRequest, result: FrameResult) -> bool:
+    """
+    Tell whether ``result``'s messages for ``render`` need the host frame.
+
+    They do for an overlay the pipeline neither rendered nor kept its device frame for.
+    """
+    kept = AFTER_TRACKING if result.device_frame is not None else frozenset()
+    return any(key.split('.')[0].endswith('overlay') and key.split('.')[0] not in kept
+               for key in render.keys() - set(result.rendered))
 
 
 def wanted_outputs(result: FrameResult, options: MessageOptions,

@@ -43,7 +43,7 @@ import rclpy
 from .camera import CameraChannel, DecodedFrame
 from .messages import build_messages
 from .people_world import PeopleWorld
-from .render_plan import MessageOptions
+from .render_plan import MessageOptions, needs_host_image
 from .runtime import FrameSlots
 from .stamps import stamp_ns
 from ..core.pipeline.scheduler import FrameOutcome, Scheduler
@@ -243,8 +243,7 @@ class StepWorker:
         decoded, outcome = frame_out.decoded, frame_out.outcome
         result = outcome.result
         result.finish_encoding()  # left to this thread by the pipeline
-        wants_image = any(k.split('.')[0].endswith('overlay') for k in
-                          decoded.render.keys() - set(result.rendered))  # not rendered
+        wants_image = needs_host_image(decoded.render, result)
         world = self.world
         to_world = world is not None and outcome.people is not None and result.pose is not None
         crops = to_world and world.wants_image()  # REP-155 crops, the persons' appearance

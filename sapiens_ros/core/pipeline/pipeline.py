@@ -34,7 +34,9 @@ from ..models.loading import parse_device
 from ..models.metadata import keypoint_info
 from ..models.runners import Runner
 from ..processing import render as R
-from ..processing.boxes import check_boxes, crop_windows, foreground_boxes, full_frame_box
+from ..processing.boxes import (check_boxes, crop_windows, foreground_boxes_batch,
+                                full_frame_box)
+from ..processing.device_frame import DeviceFrame
 from ..processing.encode import encode, on_device_encoder
 from ..processing.frames import FrameBatch
 from ..processing.heads.normals import NormalResult, unit_normals
@@ -110,6 +112,10 @@ class FrameResult:
     #: order, quality), left by the pipeline to the caller's (publish) thread: JPEG/PNG on the
     #: host is CPU work the inference thread does not do. :meth:`finish_encoding` does them.
     to_encode: dict[str, tuple] = field(default_factory=dict)
+    #: The frame kept on the pipeline's device for what is drawn after tracking (the pose
+    #: overlay, ``render.render_after_tracking``); None unless the render request asked for it
+    #: (``RenderRequest.keeps_frame``) and pose ran: it holds a frame of device memory.
+    device_frame: DeviceFrame | None = None
 
     def finish_encoding(self) -> None:
         """Encode the images the pipeline left to this thread into ``rendered`` (once)."""
@@ -192,7 +198,9 @@ class Pipeline:
         lengths for a metric pointmap (None: the predicted scale); ``tasks`` restricts this call
         to a subset of the loaded heads, or ``plans`` (:func:`~.plan.plan_tasks`) gives each
         frame its own; ``render`` names outputs to render on the device into
-        ``FrameResult.rendered`` (default ``config.render``), one request or one per frame.
+        ``FrameResult.rendered`` (default ``config.render``), one request or one per frame; a
+        request for the pose overlay keeps the frame on the device instead, to be drawn after
+        tracking (``FrameResult.device_frame``).
         """
         if isinstance(frames, np.ndarray) and frames.ndim in (2, 3) and frames.dtype == np.uint8:
             frames = [frames]
@@ -229,9 +237,14 @@ class Pipeline:
             out, lbs = forward('seg', idx)
             logits = out['logits']
             dev.labels = {i: seg_labels(logits[j], lbs[i]) for j, i in enumerate(idx)}
-            dev.seg_boxes = {i: foreground_boxes(
-                logits[j], lbs[i], min_area=cfg.min_person_area, max_persons=cfg.max_persons)
-                for j, i in enumerate(idx) if plans[i].boxes == 'seg'}
+            boxed = [(j, i) for j, i in enumerate(idx) if plans[i].boxes == 'seg']
+            if boxed:  # one batch: one pooling, one copy to the host
+                rows = [j for j, _ in boxed]
+                found = foreground_boxes_batch(
+                    logits if len(rows) == len(logits) else logits[rows],
+                    [lbs[i] for _, i in boxed], min_area=cfg.min_person_area,
+                    max_persons=cfg.max_persons)
+                dev.seg_boxes = {i: b for (_, i), b in zip(boxed, found, strict=True)}
             timer.mark('seg.decode')
         if idx := frames_of('normal'):
             out, lbs = forward('normal', idx)
@@ -257,6 +270,9 @@ class Pipeline:
             dev.rendered = {i: self._render(frame, i, dev, renders[i])
                             for i, frame in enumerate(batch.frames) if renders[i]}
             timer.mark('render')
+        for i in dev.pose.frames if dev.pose is not None else ():
+            if renders[i] and renders[i].keeps_frame:
+                results[i].device_frame = DeviceFrame.keep(batch.frames[i].rgb)
         finite = dev.finite_flags(n)
 
         with staging(self.device):  # one staging arena, one synchronisation

@@ -31,6 +31,7 @@ import cv2
 import numpy as np
 import torch
 
+from .device_frame import DeviceFrame
 from .encode import encode, FORMATS
 from .hostbuf import host_copy, host_empty, to_host
 from .pose_overlay import pose_overlay, PoseDrawing
@@ -40,6 +41,9 @@ from ..models.metadata import seg_class_info
 #: :class:`PoseDrawing` (track ids and colours: drawn after tracking, see ``render_tensors``).
 RENDERABLE = ('seg_overlay', 'normal_overlay', 'normal16', 'cloud', 'depth', 'matting_alpha',
               'pose_overlay')
+#: Drawn after the step, once tracking ran (:func:`render_after_tracking`), on the frame the
+#: pipeline keeps on its device for them (``RenderRequest.keeps_frame``).
+AFTER_TRACKING = frozenset({'pose_overlay'})
 #: What can be encoded as JPEG/PNG (``RenderRequest.encode``), with its channel order.
 ENCODABLE = {'seg_overlay': 'bgr', 'normal_overlay': 'rgb', 'pose_overlay': 'rgb',
              'seg_labels': 'mono', 'matting_alpha': 'mono'}
@@ -97,6 +101,16 @@ class RenderRequest:
     def keys(self) -> set[str]:
         """Return the ``FrameResult.rendered`` keys this request fills."""
         return set(self.outputs) | {f'{n}.{f}' for n, f in self.encode}
+
+    @property
+    def keeps_frame(self) -> bool:
+        """
+        Tell whether the pipeline keeps the frame on its device for :data:`AFTER_TRACKING`.
+
+        The one place that decides it: a kept frame holds a frame of device memory for as long
+        as its result lives, so only a request for the pose overlay (raw or encoded) keeps one.
+        """
+        return not self.names.isdisjoint(AFTER_TRACKING)
 
 
 @functools.lru_cache(maxsize=16)
@@ -300,6 +314,23 @@ def to_buffers(tensors: dict[str, torch.Tensor | np.ndarray],
             data = encode(tensors[name], fmt, ENCODABLE[name], request.jpeg_quality)
             out[f'{name}.{fmt}'] = host_copy(data)
     return out
+
+
+def render_after_tracking(frame: DeviceFrame, request: RenderRequest,
+                          pose: PoseDrawing) -> dict[str, np.ndarray]:
+    """
+    Draw ``pose`` on the frame the pipeline kept on its device: the pose overlay, raw and encoded.
+
+    Runs in the caller's thread (the node's publish thread): on the frame's device, its stream
+    ordered after the step (:meth:`DeviceFrame.current`). The drawn image reaches the host as
+    one message-ready buffer; its JPEG is encoded on the GPU where an encoder is installed
+    (only the bytes come back), else by OpenCV here. On the CPU the frame is the uploaded host
+    frame and the overlay is drawn straight into its message buffer, as by :func:`render_result`.
+    """
+    request = request.only(AFTER_TRACKING | {f'{n}.{f}' for n, f in request.encode
+                                             if n in AFTER_TRACKING})
+    with frame.current() as rgb:
+        return to_buffers(render_tensors(request, rgb, pose=pose), request)
 
 
 def render_result(result, image_rgb: np.ndarray | None, request: RenderRequest,
