@@ -111,6 +111,24 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     return (outer @ _QUAT_TERMS).reshape(q.shape[:-1] + (3, 3))
 
 
+#: Horn's symmetric 4x4 matrix N of a 3x3 matrix C, linear in C: ``q^T N q = trace(R(q)^T C)``.
+_HORN = ((_QUAT_TERMS + _QUAT_TERMS.reshape(4, 4, 9).transpose(1, 0, 2).reshape(16, 9)) / 2).T
+
+
+def best_rotations(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Unit quaternions ``(..., 4)`` (w >= 0) of the rotations R maximising ``trace(R^T c)``.
+
+    ``c (..., 3, 3)``, e.g. the covariance of measured x model points; also returns that
+    maximum ``(...)`` (Horn's closed form: the top eigenvector of a symmetric 4x4 matrix).
+    """
+    c = np.asarray(c, np.float64)
+    vals, vecs = np.linalg.eigh((c.reshape(c.shape[:-2] + (9,)) @ _HORN).reshape(
+        c.shape[:-2] + (4, 4)))
+    q = vecs[..., -1]
+    return np.where(q[..., 3:] < 0, -q, q), vals[..., -1]
+
+
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Angle (rad) of the rotation between matrices ``a`` and ``b`` ``(..., 3, 3)``."""
     tr = np.einsum('...ji,...ji->...', a, b)  # trace(a^T b)
@@ -133,5 +151,5 @@ def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.nd
     return quat_to_matrix(wa * qa + wb * qb)
 
 
-__all__ = ['axis_rotations', 'clamp', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix',
+__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix',
            'rotation_angle', 'slerp_matrices', 'unit', 'wrap']
