@@ -128,8 +128,8 @@ def _face_points(keypoints: np.ndarray, scores: np.ndarray,
                  min_score: float) -> tuple[np.ndarray, np.ndarray]:
     """The face keypoints ``(P, 243, 2)`` and which are scored ``>= min_score`` and finite."""
     idx = face_indices()
-    pts = np.asarray(keypoints, np.float64)[:, idx]
-    return pts, (np.asarray(scores)[:, idx] >= min_score) & np.isfinite(pts).all(-1)
+    pts = np.asarray(keypoints, np.float64).take(idx, 1)
+    return pts, (np.asarray(scores).take(idx, 1) >= min_score) & np.isfinite(pts).all(-1)
 
 
 def face_boxes(keypoints: np.ndarray, scores: np.ndarray, image_size: tuple[int, int],
@@ -181,7 +181,7 @@ def _head_quats(xyz: np.ndarray,
                 min_points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`head_poses` with the face axes as quaternions ``(P, 4)`` (identity if unknown)."""
     idx, tpl, sides, ones = _template()
-    m = np.asarray(xyz, np.float64)[:, idx]  # (P, N, 3)
+    m = np.asarray(xyz, np.float64).take(idx, 1)  # (P, N, 3)
     known = np.isfinite(m).all(-1)
     w = known.astype(np.float64)
     counts = w @ np.c_[ones, sides]  # (P, 3): all, left, right
@@ -217,7 +217,7 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
 def _warps(pts: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """:func:`aligned_warps` from :func:`_face_points`."""
     at = _aligned_in_face()
-    src = pts[:, at]  # (P, 5, 2)
+    src = pts.take(at, 1)  # (P, 5, 2)
     sc = src.sum(1) / 5
     ds = (src - sc[:, None]).reshape(-1, 10)
     # in 2D the best rotation and scale are closed-form: a = s cos, b = s sin
@@ -225,7 +225,7 @@ def _warps(pts: np.ndarray, ok: np.ndarray) -> np.ndarray:
     a = (ab @ _AB_MATRIX).reshape(-1, 2, 2)  # [[a, -b], [b, a]]
     t = _DST_CENTRE - (a @ sc[..., None])[..., 0]
     out = np.concatenate([a, t[..., None]], -1)
-    return np.where(ok[:, at].all(1)[:, None, None], out, np.nan)
+    return np.where(ok.take(at, 1).all(1)[:, None, None], out, np.nan)
 
 
 _AB_MATRIX = np.array([[1.0, 0, 0, 1], [0, -1, 1, 0]])

@@ -19,9 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dot products ``(..., 1)`` over the last axis of ``a, b (..., n)``: one gufunc call."""
+    return (a[..., None, :] @ b[..., :, None])[..., 0]
+
+
 def unit(v: np.ndarray, eps: float = 1e-9) -> np.ndarray:
     """``v (..., 3)`` scaled to unit length (zero vectors stay zero, NaN stays NaN)."""
-    return v / np.maximum(np.sqrt((v * v).sum(-1, keepdims=True)), eps)
+    return v / np.maximum(np.sqrt(dot(v, v)), eps)
 
 
 def clamp(x: np.ndarray, lo, hi) -> np.ndarray:
@@ -34,7 +39,7 @@ _P, _Q = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Return ``a x b`` over the last axis (3), cheaper than ``np.cross`` on small arrays."""
-    return a[..., _P] * b[..., _Q] - a[..., _Q] * b[..., _P]
+    return a.take(_P, -1) * b.take(_Q, -1) - a.take(_Q, -1) * b.take(_P, -1)
 
 
 def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -44,7 +49,7 @@ def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
     ``side'`` is ``side`` made orthogonal to ``aim``; both ``(..., 3)``, any length.
     """
     a = unit(aim)
-    s = unit(side - (side * a).sum(-1, keepdims=True) * a)
+    s = unit(side - dot(side, a) * a)
     return np.stack([a, s, cross(a, s)], axis=-1)
 
 
@@ -151,5 +156,5 @@ def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.nd
     return quat_to_matrix(wa * qa + wb * qb)
 
 
-__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix',
+__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'cross', 'dot', 'frames', 'matrix_to_quat', 'quat_to_matrix',
            'rotation_angle', 'slerp_matrices', 'unit', 'wrap']

@@ -30,7 +30,7 @@ centre, as :mod:`~sapiens_ros.core.people.body_frames` publishes it. It follows 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, cached_property
 import warnings
 
@@ -67,7 +67,6 @@ def _index() -> np.ndarray:
 
 
 _K = {n: i for i, n in enumerate(_NAMES)}
-_NAN3, _NAN20, _NAN23 = np.full(3, np.nan), np.full(20, np.nan), np.full((2, 3), np.nan)
 _DEFAULT = BoneLengths().array()
 _J = {n: i for i, n in enumerate(JOINT_NAMES)}
 _ARM = {'l': [_J['l_y_shoulder'], _J['l_p_shoulder'], _J['l_r_shoulder']],
@@ -176,34 +175,28 @@ def _quiet():
         yield
 
 
-@dataclass
-class _Track:
-    samples: list = field(default_factory=list)  # (9,) measurements
-    lengths: np.ndarray | None = None  # frozen
-    angles: np.ndarray | None = None  # (20,) smoothed
-    arm_side: np.ndarray | None = None  # (2, 3) last bend direction of each upper arm
-    stamp: float = -np.inf
-    position: np.ndarray | None = None
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+def _estimate(samples: list, cfg: KinematicsConfig) -> tuple[np.ndarray, bool]:
+    """Lengths ``(9,)`` from a calibrating track's measurements; True when they freeze."""
+    s = np.asarray(samples).reshape(-1, 9)
+    counts = np.isfinite(s).sum(0)
+    with _quiet():
+        est = np.nanmedian(s, 0) if len(s) else np.full(9, np.nan)
+    known = np.isfinite(est)
+    if known.any():  # unmeasured lengths: the default proportions at the measured scale
+        scale = float(np.median(est[known] / _DEFAULT[known]))
+        est = np.where(known, est, _DEFAULT * scale)
+    else:
+        est = _DEFAULT.copy()
+    return est, bool((counts >= cfg.calibration_frames).all()
+                     or len(s) >= cfg.max_calibration_frames)
 
-    def current_lengths(self, cfg: KinematicsConfig) -> tuple[np.ndarray, bool]:
-        """Frozen lengths, or this far's estimate; True when they just froze."""
-        if self.lengths is not None:
-            return self.lengths, False
-        s = np.asarray(self.samples).reshape(-1, 9)
-        counts = np.isfinite(s).sum(0)
-        with _quiet():
-            est = np.nanmedian(s, 0) if len(s) else np.full(9, np.nan)
-        known = np.isfinite(est)
-        if known.any():  # unmeasured lengths: the default proportions at the measured scale
-            scale = float(np.median(est[known] / _DEFAULT[known]))
-            est = np.where(known, est, _DEFAULT * scale)
-        else:
-            est = _DEFAULT.copy()
-        if (counts >= cfg.calibration_frames).all() or len(s) >= cfg.max_calibration_frames:
-            self.lengths, self.samples = est, []
-            return est, True
-        return est, False
+
+#: Columns of a track's state row: smoothed angles, each upper arm's last bend direction, the
+#: stamp, position and velocity (camera frame), frozen lengths (NaN while calibrating).
+_ANGLES, _SIDES, _STAMP, _POS, _VEL, _LENGTHS = (
+    slice(0, 20), slice(20, 26), 26, slice(27, 30), slice(30, 33), slice(33, 42))
+_NEW_TRACK = np.r_[np.full(26, np.nan), -np.inf, np.full(3, np.nan), np.zeros(3),
+                   np.full(9, np.nan)]
 
 
 @dataclass
@@ -242,23 +235,25 @@ class BodyKinematics:
 
     def __init__(self, config: KinematicsConfig | None = None) -> None:
         self.config = config or KinematicsConfig()
-        self.tracks: dict[int, _Track] = {}
+        self.reset()
 
     def reset(self) -> None:
         """Forget every track."""
-        self.tracks.clear()
+        self._row: dict[int, int] = {}  # track id -> row of _state
+        self._state = np.zeros((0, len(_NEW_TRACK)))  # one row per track, see _NEW_TRACK
+        self._samples: dict[int, list] = {}  # calibrating tracks' length measurements
 
     def urdf(self, track: int, body_id: str) -> str | None:
         """Return the URDF of ``track`` named ``body_id``, once its lengths are frozen."""
-        t = self.tracks.get(int(track))
-        if t is None or t.lengths is None:
-            return None
-        return humanoid_urdf(body_id, BoneLengths.from_array(t.lengths))
+        lengths = self.lengths(track)
+        return None if lengths is None else humanoid_urdf(body_id, lengths)
 
     def lengths(self, track: int) -> BoneLengths | None:
         """Return the frozen lengths of ``track`` (None while calibrating or unknown)."""
-        t = self.tracks.get(int(track))
-        return None if t is None or t.lengths is None else BoneLengths.from_array(t.lengths)
+        row = self._row.get(int(track))
+        if row is None or np.isnan(self._state[row, _LENGTHS][0]):
+            return None
+        return BoneLengths.from_array(self._state[row, _LENGTHS].copy())
 
     def update(self, ids: np.ndarray, xyz: np.ndarray | None, stamp: float,
                head: np.ndarray | None = None, head_valid: np.ndarray | None = None,
@@ -285,7 +280,7 @@ class BodyKinematics:
         if not len(rows):
             return _empty()
         R = rot[rows]
-        pts = xyz[rows][:, _index()]
+        pts = xyz.take(rows, 0).take(_index(), 1)
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
         local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
         head_b = None
@@ -294,57 +289,67 @@ class BodyKinematics:
         if have_head:
             hv = np.asarray(head_valid, bool)[rows]
             head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64)[rows]
-        tracks = [self.tracks.setdefault(int(i), _Track()) for i in ids[rows]]
-        measured = None
-        if any(t.lengths is None for t in tracks):  # still calibrating: this frame's lengths
+        tids = ids[rows].tolist()
+        new = [i for i in tids if i not in self._row]
+        if new:
+            self._row.update({i: len(self._state) + k for k, i in enumerate(new)})
+            self._state = np.concatenate([self._state, np.tile(_NEW_TRACK, (len(new), 1))])
+        slots = np.array([self._row[i] for i in tids], np.int64)
+        state = self._state.take(slots, 0)  # (B, 42)
+        lengths, new_urdf = state[:, _LENGTHS], []
+        calibrated = np.isfinite(lengths[:, 0])
+        if not calibrated.all():  # still calibrating: this frame's lengths
             sell_b = None
             if have_head:
                 sell_b = np.einsum('bji,bj->bi', R,
                                    np.asarray(sellion, np.float64)[rows] - origin)
                 sell_b[~hv] = np.nan
             measured = measure_lengths(local, head_b, sell_b)
-        new_urdf, lengths, calibrated = [], np.empty((len(rows), 9)), np.zeros(len(rows), bool)
-        for b, t in enumerate(tracks):
-            if t.lengths is None and np.isfinite(measured[b]).any():
-                t.samples.append(measured[b])
-            lengths[b], froze = t.current_lengths(cfg)
-            calibrated[b] = t.lengths is not None
-            if froze:
-                new_urdf.append(int(ids[rows[b]]))
+            for b in np.flatnonzero(~calibrated):
+                samples = self._samples.setdefault(tids[b], [])
+                if np.isfinite(measured[b]).any():
+                    samples.append(measured[b])
+                lengths[b], calibrated[b] = _estimate(samples, cfg)
+                if calibrated[b]:
+                    self._state[slots[b], _LENGTHS] = lengths[b]
+                    del self._samples[tids[b]]
+                    new_urdf.append(tids[b])
 
-        prev = np.stack([t.angles if t.angles is not None else _NAN20 for t in tracks])
-        last = np.stack([t.arm_side if t.arm_side is not None else _NAN23 for t in tracks])
+        prev, last = state[:, _ANGLES], state[:, _SIDES].reshape(-1, 2, 3)
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
         out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
         out = clamp(out, LOWER, UPPER)
-        dt = stamp - np.array([t.stamp for t in tracks])
+        dt = stamp - state[:, _STAMP]
         moved = dt > 0
+        pos, vel = state[:, _POS], state[:, _VEL]
         with np.errstate(invalid='ignore', divide='ignore'):
             if cfg.smoothing > 0:  # between two angles within the limits
                 a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
                 out = np.where((moved & np.isfinite(prev[:, 0]))[:, None],
                                prev + a * (out - prev), out)
-            pos = np.stack([t.position if t.position is not None else _NAN3 for t in tracks])
-            vel = np.stack([t.velocity for t in tracks])
             raw = (origin - pos) / dt[:, None]
             a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] \
                 if cfg.velocity_smoothing else 1
             vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
         velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
-        kept, pos = out.copy(), origin.copy()
-        for b, t in enumerate(tracks):
-            t.angles, t.arm_side, t.velocity, t.position = kept[b], sides[b], vel[b], pos[b]
-            t.stamp = stamp
+        self._state[slots, :_LENGTHS.start] = np.concatenate(
+            [out, sides.reshape(-1, 6), np.full((len(rows), 1), float(stamp)), origin, vel], 1)
         local = joint_transforms(lengths, out)
         return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
                                solved, lengths, calibrated, local, new_urdf)
 
     def _forget(self, stamp: float, live: np.ndarray | None) -> None:
-        keep = None if live is None else {int(i) for i in np.asarray(live).reshape(-1)}
-        for i in list(self.tracks):
-            if (keep is not None and i not in keep) or \
-                    stamp - self.tracks[i].stamp > self.config.forget:
-                del self.tracks[i]
+        keep = stamp - self._state[:, _STAMP] <= self.config.forget
+        if live is not None:
+            alive = set(np.asarray(live).reshape(-1).tolist())
+            keep &= np.array([i in alive for i in self._row], bool).reshape(-1)
+        if keep.all():
+            return
+        ids = list(self._row)
+        rows = np.flatnonzero(keep)
+        self._row = {ids[r]: k for k, r in enumerate(rows)}
+        self._state = self._state[rows]
+        self._samples = {i: v for i, v in self._samples.items() if i in self._row}
 
 
 def _empty() -> KinematicsFrame:
