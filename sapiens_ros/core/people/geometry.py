@@ -88,11 +88,11 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
     """Rotation matrices ``(..., 3, 3)`` to unit quaternions ``(..., 4)`` x, y, z, w, w >= 0."""
     m = np.asarray(m, np.float64)
     shape = m.shape[:-2]
-    k = (m.reshape(-1, 9) @ _SHEPPERD + _SHEPPERD_ONE).reshape(-1, 4, 4)
+    k = (m.reshape(-1, 9) @ _SHEPPERD + _SHEPPERD_ONE).reshape(-1, 4)  # 4 rows per matrix
     # the row of the largest 4 q_i^2 is the best conditioned (Shepperd)
-    q = k[np.arange(len(k)), np.argmax(k.reshape(-1, 16)[:, ::5], -1)]
-    q = np.where(q[:, 3:] < 0, -q, q)
-    q /= np.sqrt((q * q).sum(-1, keepdims=True))
+    best = k.reshape(-1, 16)[:, ::5].argmax(-1)
+    q = k.take(best + np.arange(0, len(k), 4), 0)
+    q *= np.where(q[:, 3:] < 0, -1.0, 1.0) / np.sqrt(dot(q, q))
     return q.reshape(shape + (4,))
 
 
@@ -111,7 +111,7 @@ for _r, _terms in enumerate((
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Quaternions ``(..., 4)`` x, y, z, w to rotation matrices ``(..., 3, 3)``."""
     q = np.asarray(q, np.float64)
-    q = q / np.sqrt((q * q).sum(-1, keepdims=True))
+    q = q / np.sqrt(dot(q, q))
     outer = (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,))
     return (outer @ _QUAT_TERMS).reshape(q.shape[:-1] + (3, 3))
 
@@ -142,19 +142,20 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """Rotations a fraction ``t`` of the way from ``a`` to ``b`` (shortest arc), batched."""
-    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
     qa, qb = matrix_to_quat(np.stack([a, b]))
-    dot = (qa * qb).sum(-1, keepdims=True)
-    qb = np.where(dot < 0, -qb, qb)
-    theta = np.arccos(clamp(np.abs(dot), 0, 1))
-    t = np.asarray(t, np.float64)[..., None]
+    d = dot(qa, qb)
+    sign = np.where(d < 0, -1.0, 1.0)  # the shortest arc
+    theta = np.arccos(np.minimum(d * sign, 1.0))
     sin = np.sin(theta)
     small = sin < 1e-6
-    safe = np.where(small, 1.0, sin)
-    wa = np.where(small, 1 - t, np.sin((1 - t) * theta) / safe)
-    wb = np.where(small, t, np.sin(t * theta) / safe)
-    return quat_to_matrix(wa * qa + wb * qb)
+    t = np.asarray(t, np.float64)
+    tt = np.stack([1 - t, t], -1)  # (..., 2): the weights' fractions of theta
+    w = np.where(small, tt, np.sin(tt * theta) / np.where(small, 1.0, sin))
+    return quat_to_matrix(w[..., :1] * qa + (w[..., 1:] * sign) * qb)
 
 
-__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'cross', 'dot', 'frames', 'matrix_to_quat', 'quat_to_matrix',
-           'rotation_angle', 'slerp_matrices', 'unit', 'wrap']
+__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'cross', 'dot', 'frames', 'matrix_to_quat',
+           'quat_to_matrix', 'rotation_angle', 'slerp_matrices', 'unit', 'wrap']

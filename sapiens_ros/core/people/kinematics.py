@@ -87,12 +87,12 @@ _EULER_SIGNS = np.array([[1.0, 1, -1, 1, 1]] * 2 + [[1.0, -1, 1, -1, 1]] * 2
                         + [[-1.0, 1, 1, 1, 1]])
 _EULER_ZXZ = np.array([True, True, False, False, False])  # b = arccos (else arcsin)
 _EULER_B2 = np.array([0.0, 0, np.pi, np.pi, np.pi])  # the second solution's b: this - b
-_EULER_CHAIN = np.arange(5)[:, None]
+_EULER_FLAT = np.arange(5)[:, None] * 9 + _EULER_ENTRIES  # in the five matrices, flattened
 
 
 def _euler(m: np.ndarray) -> np.ndarray:
     """Both Euler solutions ``(B, 5, 2, 3)`` of the five chains' rotations ``m (B, 5, 3, 3)``."""
-    g = m.reshape(-1, 5, 9)[:, _EULER_CHAIN, _EULER_ENTRIES] * _EULER_SIGNS  # (B, 5, 5)
+    g = m.reshape(-1, 45).take(_EULER_FLAT, 1) * _EULER_SIGNS  # (B, 5, 5)
     sb = clamp(g[..., 0], -1, 1)
     b = np.where(_EULER_ZXZ, np.arccos(sb), np.arcsin(sb))
     ac = np.arctan2(g[..., 1::2], g[..., 2::2])  # (B, 5, 2): a, c
