@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, frames, matrix_to_quat, unit, wrap
+from .geometry import clamp, dot, frames, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -88,6 +88,9 @@ _EULER_SIGNS = np.array([[1.0, 1, -1, 1, 1]] * 2 + [[1.0, -1, 1, -1, 1]] * 2
 _EULER_ZXZ = np.array([True, True, False, False, False])  # b = arccos (else arcsin)
 _EULER_B2 = np.array([0.0, 0, np.pi, np.pi, np.pi])  # the second solution's b: this - b
 _EULER_FLAT = np.arange(5)[:, None] * 9 + _EULER_ENTRIES  # in the five matrices, flattened
+_EULER_SECOND_SIGN = np.array([[1.0, 1, 1], [1, -1, 1]])
+_EULER_SECOND = np.zeros((5, 2, 3))
+_EULER_SECOND[:, 1] = np.stack([np.full(5, np.pi), _EULER_B2, np.full(5, np.pi)], -1)
 
 
 def _euler(m: np.ndarray) -> np.ndarray:
@@ -96,12 +99,8 @@ def _euler(m: np.ndarray) -> np.ndarray:
     sb = clamp(g[..., 0], -1, 1)
     b = np.where(_EULER_ZXZ, np.arccos(sb), np.arcsin(sb))
     ac = np.arctan2(g[..., 1::2], g[..., 2::2])  # (B, 5, 2): a, c
-    out = np.empty(g.shape[:2] + (2, 3))
-    out[..., 0, 0::2] = ac
-    out[..., 1, 0::2] = ac + np.pi
-    out[..., 0, 1] = b
-    out[..., 1, 1] = _EULER_B2 - b
-    return wrap(out)
+    abc = np.concatenate([ac[..., :1], b[..., None], ac[..., 1:]], -1)[..., None, :]
+    return wrap(abc * _EULER_SECOND_SIGN + _EULER_SECOND)  # (a, b, c), (a + pi, b2 - b, c + pi)
 
 
 _SHIFTS = np.array([0.0, 2 * np.pi, -2 * np.pi])
@@ -111,21 +110,26 @@ def _into_range(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer their limits ``lo, hi``."""
     # the shoulder and hip abduction reach 3.3 rad; ties keep the first of 0, +2 pi, -2 pi
     moved = th + _SHIFTS.reshape((3,) + (1,) * th.ndim)
-    return th + _SHIFTS[np.argmin(_outside(moved, lo, hi), 0)]
+    return th + _SHIFTS.take(np.argmin(_outside(moved, lo, hi), 0))
 
 
 def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """How far (rad) each angle lies outside ``[lo, hi]``."""
-    return np.maximum(lo - th, 0) + np.maximum(th - hi, 0)
+    """How far (rad) each angle lies outside ``[lo, hi]`` (``lo <= hi``)."""
+    return np.maximum(np.maximum(lo - th, th - hi), 0)
+
+
+def _sum3(x: np.ndarray) -> np.ndarray:
+    """Sum over a last axis of 3, in numpy's order, without a reduction's overhead."""
+    return x[..., 0] + x[..., 1] + x[..., 2]
 
 
 def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray) -> np.ndarray:
     """Pick the candidate ``(..., 2, 3)`` least outside the limits, then nearest ``prev``."""
     lo, hi = lo[..., None, :], hi[..., None, :]
     cands = _into_range(cands, lo, hi)
-    cost = _outside(cands, lo, hi).sum(-1)
-    cost += 0.05 * np.abs(wrap(cands - prev[..., None, :])).sum(-1)
-    return np.where((np.argmin(cost, -1) == 0)[..., None], cands[..., 0, :], cands[..., 1, :])
+    cost = _sum3(_outside(cands, lo, hi)) + 0.05 * _sum3(np.abs(wrap(cands - prev[..., None, :])))
+    first = cost[..., :1] <= cost[..., 1:]  # as argmin: a tie keeps the first
+    return np.where(first, cands[..., 0, :], cands[..., 1, :])
 
 
 _PAIRS = np.array([[_K[a], _K[b]] for a, b in (
@@ -322,15 +326,13 @@ class BodyKinematics:
         dt = stamp - state[:, _STAMP]
         moved = dt > 0
         pos, vel = state[:, _POS], state[:, _VEL]
-        with np.errstate(invalid='ignore', divide='ignore'):
-            if cfg.smoothing > 0:  # between two angles within the limits
-                a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
-                out = np.where((moved & np.isfinite(prev[:, 0]))[:, None],
-                               prev + a * (out - prev), out)
-            raw = (origin - pos) / dt[:, None]
-            a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] \
-                if cfg.velocity_smoothing else 1
-            vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
+        if cfg.smoothing > 0:  # between two angles within the limits
+            a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
+            out = np.where((moved & np.isfinite(prev[:, 0]))[:, None], prev + a * (out - prev),
+                           out)
+        raw = (origin - pos) / np.where(moved, dt, np.inf)[:, None]  # (used where moved)
+        a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] if cfg.velocity_smoothing else 1
+        vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
         velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
         self._state[slots, :_LENGTHS.start] = np.concatenate(
             [out, sides.reshape(-1, 6), np.full((len(rows), 1), float(stamp)), origin, vel], 1)
@@ -361,10 +363,9 @@ def _empty() -> KinematicsFrame:
 
 def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
-    perp = f - (f * u).sum(-1, keepdims=True) * u
-    n = np.sqrt((perp * perp).sum(-1, keepdims=True))
-    w = 0.1 * clamp(1 - n / 0.1, 0, 1)
-    fb = unit(fallback - (fallback * u).sum(-1, keepdims=True) * u)
+    perp = f - dot(f, u) * u
+    w = 0.1 * clamp(1 - np.sqrt(dot(perp, perp)) / 0.1, 0, 1)
+    fb = unit(fallback - dot(fallback, u) * u)
     return perp + w * fb
 
 
@@ -382,6 +383,9 @@ _LO, _HI = LOWER[_COLS], UPPER[_COLS]
 _BEND_SIGN = np.array([1.0, 1, -1, -1])[:, None]  # legs: the shin bends to -x
 _FWD = np.array([1.0, 0, 0])
 _ROLL = np.array([1.0, -1.0])
+_YZX, _ONES9, _EYE3 = np.array([1, 2, 0]), np.ones(9), np.eye(3)
+#: Joint angles from the chains' (15), the elbows' and knees' (4), the waist's
+_ORDER = np.argsort(np.r_[_COLS.ravel(), _MIDDLE, _J['waist']])
 
 
 def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
@@ -389,45 +393,38 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     """
     Joint angles ``(B, 20)``, which were solved ``(B, 20)``, each arm's bend ``(B, 2, 3)``.
 
-    ``last (B, 2, 3)``: each upper arm's last bend direction (NaN: none yet).
+    Angles not solved are any value (NaN included). ``prev (B, 20)``: the track's last angles
+    (NaN: a new track); ``last (B, 2, 3)``: each upper arm's last bend direction (NaN: none).
     """
     B = len(local)
-    angles = np.zeros((B, 20))
-    solved = np.zeros((B, 20), bool)
-    has_prev = np.isfinite(prev).all(1)
+    has_prev = np.isfinite(prev[:, 0])  # a track's angles are all finite or all NaN
     last = np.where(np.isfinite(last), last, _FWD)  # (B, 2, 3)
-    pts = local[:, _LIMBS]  # (B, 4, 3, 3): arms then legs, both sides at once
+    pts = local.take(_LIMBS, 1)  # (B, 4, 3, 3): arms then legs, both sides at once
     root, mid, end = pts[:, :, 0], pts[:, :, 1], pts[:, :, 2]
     u, f = unit(mid - root), unit(end - mid)
-    toes = local[:, _TOES].mean(2) - end[:, 2:]
+    toes = local.take(_TOES, 1)
+    toes = (toes[:, :, 0] + toes[:, :, 1]) / 2 - end[:, 2:]
     foot = np.where(np.isfinite(toes), toes, _FWD)
     # arms: R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x;
     # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
     bend = _bend_side(u, f, np.concatenate([last, -foot], 1))
-    m = frames(-u, _BEND_SIGN * bend)[..., [1, 2, 0]]
-    ok = np.isfinite(m).all((-1, -2))  # (B, 4)
+    m = frames(-u, _BEND_SIGN * bend).take(_YZX, -1)
+    ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
-    hm = np.eye(3)[None] if head is None else np.where(np.isnan(head), 0.0, head)
+    hm = _EYE3 + np.zeros((B, 1, 1)) if head is None else np.where(np.isnan(head), 0.0, head)
     # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-    cand = _euler(np.concatenate([m, np.broadcast_to(hm, (B, 3, 3))[:, None]], 1))
-    p = np.where(has_prev[:, None, None], prev[:, _COLS], 0.0)  # (B, 5, 3)
+    cand = _euler(np.concatenate([m, hm[:, None]], 1))
+    p = np.where(has_prev[:, None, None], prev.take(_COLS, 1), 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
     ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
     th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
-    bent = np.arccos(clamp((u * f).sum(-1), -1, 1))
-    if head is None or not head_valid.any():
-        th, cols = th[:, :4], _COLS[:4]
-    else:
-        cols = _COLS
-        solved[:, _HEAD] = head_valid[:, None]
-    angles[:, cols] = th
-    angles[:, _MIDDLE] = bent * _BEND_SIGN[:, 0]
-    solved[:, _COLS[:4]] = ok[..., None]
-    solved[:, _MIDDLE] = ok
-    solved[:, _J['waist']] = True  # the body frame follows the torso: always 0
-    angles = np.where(np.isfinite(angles), angles, 0.0)
-    return angles, solved, sides
+    bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
+    # the body frame follows the torso: the waist is always 0, and solved
+    angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGN[:, 0], np.zeros((B, 1))], 1)
+    solved = np.concatenate([ok.repeat(3, 1), np.repeat(head_valid[:, None], 3, 1), ok,
+                             np.ones((B, 1), bool)], 1)
+    return angles.take(_ORDER, 1), solved.take(_ORDER, 1), sides
 
 
 def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
