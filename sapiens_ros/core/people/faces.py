@@ -181,7 +181,7 @@ def _head_quats(xyz: np.ndarray,
                 min_points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`head_poses` with the face axes as quaternions ``(P, 4)`` (identity if unknown)."""
     idx, tpl, sides, ones = _template()
-    m = np.asarray(xyz, np.float64).take(idx, 1)  # (P, N, 3)
+    m = np.asarray(xyz).take(idx, 1).astype(np.float64, copy=False)  # (P, N, 3)
     known = np.isfinite(m).all(-1)
     w = known.astype(np.float64)
     counts = w @ np.c_[ones, sides]  # (P, 3): all, left, right

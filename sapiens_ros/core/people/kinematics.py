@@ -277,14 +277,14 @@ class BodyKinematics:
         ids = np.asarray(ids, np.int64).reshape(-1)
         if xyz is None or not len(ids):
             return _empty()
-        xyz = np.asarray(xyz, np.float64)
+        xyz = np.asarray(xyz)
         rot, ok = torso_axes(xyz)
         ok &= ids >= 0
         rows = np.flatnonzero(ok)
         if not len(rows):
             return _empty()
         R = rot[rows]
-        pts = xyz.take(rows, 0).take(_index(), 1)
+        pts = xyz.take(rows, 0).take(_index(), 1).astype(np.float64, copy=False)
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
         local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
         head_b = None

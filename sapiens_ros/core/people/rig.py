@@ -51,6 +51,7 @@ from ..models.metadata import keypoint_info
 MODEL_FROM_BODY = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])
 
 _X, _Y, _Z = np.eye(3)
+_EYE3 = np.eye(3)
 _S2 = np.sqrt(0.5)
 
 
@@ -245,6 +246,38 @@ def _derived_bones() -> tuple[list[int], list[int], list[int], np.ndarray, list[
             [_B[b.parent] for b in rest])
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Rows of rig_pose's work array: measured bones (plan order), identity, head, the rest."""
+
+    rows: int
+    bones: np.ndarray  # (N,) each bone's row
+    head: int
+    chest: int  # upperChest's row
+    slerp: slice  # the slerped bones' rows
+    lo: np.ndarray  # rows they slerp from and to, and how far
+    hi: np.ndarray
+    t: np.ndarray
+    rest: slice  # the rest bones' rows
+    rest_parents: np.ndarray  # their parents' rows
+    hold: tuple[np.ndarray, ...]  # per stage: the rows unmeasured bones hold (identity: M)
+
+
+@cache
+def _layout() -> _Layout:
+    plan = _plan()
+    M = len(plan.bones)
+    sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
+    order = list(plan.bones) + [len(BONES), _B['head']] + sl + rest_bones  # identity: N
+    row = {int(b): i for i, b in enumerate(order)}
+    rows = np.array
+    return _Layout(len(order), rows([row[b] for b in range(len(BONES))]), row[_B['head']],
+                   row[_B['upperChest']], slice(M + 2, M + 2 + len(sl)), rows([row[b] for b in lo]),
+                   rows([row[b] for b in hi]), t, slice(M + 2 + len(sl), len(order)),
+                   rows([row[b] for b in rest_parents]),
+                   tuple(rows([row[int(b)] for b in st.hold], np.int64) for st in plan.stages))
+
+
 @cache
 def _levels() -> list[tuple[np.ndarray, np.ndarray]]:
     """Bones with a parent by depth in the tree: (bones, their parents) per depth."""
@@ -275,13 +308,14 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     VRM bone rotations of bodies from camera-frame keypoints ``xyz (B, 308, 3)``.
 
     ``rotation (B, 3, 3)`` and ``origin (B, 3)``: ``body_<id>`` in the camera frame (the
-    :class:`~.kinematics.KinematicsFrame` ``orientation`` as a matrix and ``position``);
-    ``head (B, 3, 3)`` and ``head_valid (B,)``: the faces' axes in the camera frame.
+    :class:`~.kinematics.KinematicsFrame` ``orientation`` as a matrix and ``position``; the
+    bones' directions do not depend on the origin); ``head (B, 3, 3)`` and ``head_valid
+    (B,)``: the faces' axes in the camera frame.
     """
-    B, N = len(xyz), len(BONES)
+    B = len(xyz)
     plan = _plan()
     model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY  # model axes in the camera
-    e = np.asarray(xyz, np.float64).take(plan.ends, 1)  # (B, M + S, 4, 3); the origin cancels
+    e = np.asarray(xyz).take(plan.ends, 1).astype(np.float64, copy=False)  # (B, M + S, 4, 3)
     d = ((e[:, :, 2] + e[:, :, 3]) - (e[:, :, 0] + e[:, :, 1])) @ (model / 2)
     M = len(plan.bones)
     aim, side_pts = unit(d[:, :M]), d[:, M:]  # (B, M, 3), (B, S, 3) model space
@@ -312,35 +346,31 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
         if not st.points:  # and the 'parent' bones' parents measured
             ok[:, st.bend:] &= measured[:, st.source[st.bend:]]
         measured[:, st.rows] = ok
-    G = np.empty((B, N + 1, 3, 3))  # the last: identity, what unmeasured 'points' bones hold
-    G[:] = np.eye(3)
-    G[:, plan.bones] = F @ plan.rest_t
-    valid = np.zeros((B, N), bool)
-    valid[:, plan.bones] = measured
+    # W: globals in _layout's rows (measured bones, identity, head, slerped, rest); V: valid
+    L = _layout()
+    W, V = np.empty((B, L.rows, 3, 3)), np.zeros((B, L.rows), bool)
+    W[:, :M], W[:, M], V[:, :M] = F @ plan.rest_t, _EYE3, measured
     if not measured.all():  # unmeasured bones hold their parent's global
-        for st in plan.stages:
-            idx = plan.bones[st.rows]
-            G[:, idx] = np.where(valid[:, idx, None, None], G[:, idx], G[:, st.hold])
-    hb, uc = _B['head'], _B['upperChest']
+        for st, hold in zip(plan.stages, L.hold, strict=True):
+            W[:, st.rows] = np.where(measured[:, st.rows, None, None], W[:, st.rows],
+                                     W.take(hold, 1))
     if head is not None and head_valid is not None:
         h = np.swapaxes(model, -1, -2) @ np.asarray(head, np.float64) @ MODEL_FROM_BODY
         hv = np.asarray(head_valid, bool)
-        G[:, hb] = np.where(hv[:, None, None], h, G[:, uc])
-        valid[:, hb] = hv
+        W[:, L.head], V[:, L.head] = np.where(hv[:, None, None], h, W[:, L.chest]), hv
     else:
-        G[:, hb] = G[:, uc]
-    sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
-    G[:, sl] = slerp_matrices(G[:, lo], G[:, hi], t)
-    valid[:, sl] = valid[:, lo] & valid[:, hi]
-    G[:, rest_bones], valid[:, rest_bones] = G[:, rest_parents], valid[:, rest_parents]
-    G = G[:, :N]
-    PG = G[:, _parents()]
-    PG[:, 0] = np.eye(3)  # the hips' parent is model space
+        W[:, L.head] = W[:, L.chest]
+    W[:, L.slerp] = slerp_matrices(W.take(L.lo, 1), W.take(L.hi, 1), L.t)
+    V[:, L.slerp] = V.take(L.lo, 1) & V.take(L.hi, 1)
+    W[:, L.rest], V[:, L.rest] = W.take(L.rest_parents, 1), V.take(L.rest_parents, 1)
+    G, valid = W.take(L.bones, 1), V.take(L.bones, 1)
+    PG = G.take(_parents(), 1)
+    PG[:, 0] = _EYE3  # the hips' parent is model space
     local = np.swapaxes(PG, -1, -2) @ G
     q = matrix_to_quat(local)
     if not valid.all():  # bones at rest: their globals follow from their parents'
         q[~valid] = (0, 0, 0, 1)
-        G = rig_globals(np.where(valid[..., None, None], local, np.eye(3)))
+        G = rig_globals(np.where(valid[..., None, None], local, _EYE3))
     return RigPose(q, G, valid)
 
 
