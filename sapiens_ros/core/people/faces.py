@@ -170,35 +170,37 @@ def head_poses(xyz: np.ndarray,
     sellion positions ``(P, 3)`` (NaN if unknown) and a mask ``(P,)``: at least ``min_points``
     template points known, on both sides of the face.
     """
-    q, origin, ok = _head_quats(xyz, min_points)
+    q, origin, ok = _head_quats(xyz, min_points, True)
     return quat_to_matrix(q), origin, ok
 
 
 _IDENTITY_Q = np.array([0.0, 0, 0, 1])
 
 
-def _head_quats(xyz: np.ndarray,
-                min_points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`head_poses` with the face axes as quaternions ``(P, 4)`` (identity if unknown)."""
+def _head_quats(xyz: np.ndarray, min_points: int,
+                visible: np.ndarray | bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`head_poses` of the ``visible`` faces, axes as quaternions ``(P, 4)``."""
     idx, tpl, sides, ones = _template()
     m = np.asarray(xyz).take(idx, 1).astype(np.float64, copy=False)  # (P, N, 3)
-    known = np.isfinite(m).all(-1)
+    known = np.isfinite(m @ _ONES3)
     w = known.astype(np.float64)
     counts = w @ np.c_[ones, sides]  # (P, 3): all, left, right
-    ok = (counts[:, 0] >= min_points) & (counts[:, 1:] > 0).all(1)
+    ok = (counts[:, 0] >= min_points) & (counts[:, 1:] > 0).all(1) & visible
     m = np.where(known[..., None], m, 0.0)
     n = np.maximum(counts[:, :1], 1)
     mc = (w[:, None] @ m)[:, 0] / n  # (P, 3)
     tc = (w @ tpl) / n
     dt = tpl - tc[:, None]
+    wdt = w[..., None] * dt
     # the measured x template covariance (the measured centroid cancels against sum w dt = 0)
-    cov = np.swapaxes(m, 1, 2) @ (w[..., None] * dt)
-    q, top = best_rotations(cov)  # Umeyama's rotation and trace(R^T cov), via Horn
-    scale = top / np.maximum((w * (dt * dt).sum(-1)).sum(1), 1e-12)
-    rot = quat_to_matrix(q)  # template (face frame) -> camera
-    origin = mc - scale[:, None] * (rot @ tc[..., None])[..., 0]
-    ok &= np.isfinite(q).all(1) & (scale > 0.3) & (scale < 3.0)
+    q, top = best_rotations(np.swapaxes(m, 1, 2) @ wdt)  # Umeyama's rotation, via Horn
+    scale = top / np.maximum((wdt * dt).sum((1, 2)), 1e-12)
+    origin = mc - scale[:, None] * (quat_to_matrix(q) @ tc[..., None])[..., 0]
+    ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)
     return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None], origin, np.nan), ok)
+
+
+_ONES3 = np.ones(3)
 
 
 def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
@@ -244,10 +246,7 @@ def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
     pts, ok = _face_points(np.asarray(keypoints).reshape(n, -1, 2), scores, min_score)
     box, roi, visible = _boxes(pts, ok, image_size, margin, 5)
     if xyz is not None and n:
-        q, pos, valid = _head_quats(xyz, 6)
-        valid &= visible
-        q = np.where(valid[:, None], q, _IDENTITY_Q)
-        pos = np.where(valid[:, None], pos, np.nan)
+        q, pos, valid = _head_quats(xyz, 6, visible)
     else:
         q, pos, valid = np.tile(_IDENTITY_Q, (n, 1)), np.full((n, 3), np.nan), np.zeros(n, bool)
     return Faces(np.asarray(ids, np.int64), visible, box, roi, valid, pos, quat_to_matrix(q),

@@ -211,6 +211,7 @@ class KinematicsFrame:
     rows: np.ndarray  # (B,) rows of the People these came from
     position: np.ndarray  # (B, 3) body origin (hip centre), camera frame, m
     orientation: np.ndarray  # (B, 4) body_<id> axes in the camera frame, x y z w
+    rotation: np.ndarray  # (B, 3, 3) the same axes as matrix columns (x, y, z)
     velocity: np.ndarray  # (B, 3) m/s in body_<id> (TwistStamped.linear)
     joint_positions: np.ndarray  # (B, 20) rad, humanoid.JOINT_NAMES order
     measured: np.ndarray  # (B, 20) bool: solved this frame (else held from before / rest)
@@ -337,7 +338,7 @@ class BodyKinematics:
         self._state[slots, :_LENGTHS.start] = np.concatenate(
             [out, sides.reshape(-1, 6), np.full((len(rows), 1), float(stamp)), origin, vel], 1)
         local = joint_transforms(lengths, out)
-        return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
+        return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), R, velocity, out,
                                solved, lengths, calibrated, local, new_urdf)
 
     def _forget(self, stamp: float, live: np.ndarray | None) -> None:
@@ -356,8 +357,8 @@ class BodyKinematics:
 
 def _empty() -> KinematicsFrame:
     z = np.zeros
-    return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3)),
-                           z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
+    return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3, 3)),
+                           z((0, 3)), z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
                            z((0, len(LINK_NAMES) - 1, 4, 4)), [])
 
 
