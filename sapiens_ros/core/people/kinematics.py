@@ -284,7 +284,7 @@ class BodyKinematics:
         rows = np.flatnonzero(ok)
         if not len(rows):
             return _empty()
-        R = rot[rows]
+        R = rot.take(rows, 0)
         pts = xyz.take(rows, 0).take(_index(), 1).astype(np.float64, copy=False)
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
         local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
@@ -292,8 +292,8 @@ class BodyKinematics:
         hv = np.zeros(len(rows), bool)
         have_head = head is not None and head_valid is not None and sellion is not None
         if have_head:
-            hv = np.asarray(head_valid, bool)[rows]
-            head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64)[rows]
+            hv = np.asarray(head_valid, bool).take(rows)
+            head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64).take(rows, 0)
         tids = ids[rows].tolist()
         new = [i for i in tids if i not in self._row]
         if new:
@@ -345,7 +345,8 @@ class BodyKinematics:
         keep = stamp - self._state[:, _STAMP] <= self.config.forget
         if live is not None:
             alive = set(np.asarray(live).reshape(-1).tolist())
-            keep &= np.array([i in alive for i in self._row], bool).reshape(-1)
+            if not self._row.keys() <= alive:
+                keep &= np.array([i in alive for i in self._row], bool).reshape(-1)
         if keep.all():
             return
         ids = list(self._row)
