@@ -29,6 +29,7 @@ centre, as :mod:`~sapiens_ros.core.people.body_frames` publishes it. It follows 
 
 from __future__ import annotations
 
+from collections.abc import KeysView
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -247,6 +248,11 @@ class BodyKinematics:
         self._row: dict[int, int] = {}  # track id -> row of _state
         self._state = np.zeros((0, len(_NEW_TRACK)))  # one row per track, see _NEW_TRACK
         self._samples: dict[int, list] = {}  # calibrating tracks' length measurements
+
+    @property
+    def tracks(self) -> KeysView[int]:
+        """The ids of the tracks that have state."""
+        return self._row.keys()
 
     def urdf(self, track: int, body_id: str) -> str | None:
         """Return the URDF of ``track`` named ``body_id``, once its lengths are frozen."""
