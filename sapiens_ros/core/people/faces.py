@@ -94,7 +94,7 @@ def _template() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 @cache
 def _aligned_in_face() -> np.ndarray:
-    """The five aligned-crop points as positions in :func:`face_indices`."""
+    """Return the five aligned-crop points as positions in :func:`face_indices`."""
     index = {n: i for i, n in enumerate(keypoint_info().names)}
     pos = {int(k): i for i, k in enumerate(face_indices())}
     return np.array([pos[index[n]] for n in _ALIGNED_POINTS], np.int64)
@@ -126,7 +126,7 @@ class Faces:
 
 def _face_points(keypoints: np.ndarray, scores: np.ndarray,
                  min_score: float) -> tuple[np.ndarray, np.ndarray]:
-    """The face keypoints ``(P, 243, 2)`` and which are scored ``>= min_score`` and finite."""
+    """Return the face keypoints ``(P, 243, 2)`` and which are scored ``>= min_score``, finite."""
     idx = face_indices()
     pts = np.asarray(keypoints, np.float64).take(idx, 1)
     return pts, (np.asarray(scores).take(idx, 1) >= min_score) & np.isfinite(pts).all(-1)

@@ -122,7 +122,7 @@ _HORN = ((_QUAT_TERMS + _QUAT_TERMS.reshape(4, 4, 9).transpose(1, 0, 2).reshape(
 
 def best_rotations(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
-    Unit quaternions ``(..., 4)`` (w >= 0) of the rotations R maximising ``trace(R^T c)``.
+    Return the unit quaternions ``(..., 4)`` (w >= 0) of the R maximising ``trace(R^T c)``.
 
     ``c (..., 3, 3)``, e.g. the covariance of measured x model points; also returns that
     maximum ``(...)`` (Horn's closed form: the top eigenvector of a symmetric 4x4 matrix).

@@ -251,7 +251,7 @@ class BodyKinematics:
 
     @property
     def tracks(self) -> KeysView[int]:
-        """The ids of the tracks that have state."""
+        """Return the ids of the tracks that have state."""
         return self._row.keys()
 
     def urdf(self, track: int, body_id: str) -> str | None:

@@ -265,17 +265,20 @@ class _Layout:
 
 @cache
 def _layout() -> _Layout:
+    """Return the rows of :func:`rig_pose`'s work array."""
     plan = _plan()
     M = len(plan.bones)
     sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
     order = list(plan.bones) + [len(BONES), _B['head']] + sl + rest_bones  # identity: N
     row = {int(b): i for i, b in enumerate(order)}
-    rows = np.array
-    return _Layout(len(order), rows([row[b] for b in range(len(BONES))]), row[_B['head']],
-                   row[_B['upperChest']], slice(M + 2, M + 2 + len(sl)), rows([row[b] for b in lo]),
-                   rows([row[b] for b in hi]), t, slice(M + 2 + len(sl), len(order)),
-                   rows([row[b] for b in rest_parents]),
-                   tuple(rows([row[int(b)] for b in st.hold], np.int64) for st in plan.stages))
+
+    def rows(bones) -> np.ndarray:
+        return np.array([row[int(b)] for b in bones], np.int64)
+
+    return _Layout(len(order), rows(range(len(BONES))), row[_B['head']], row[_B['upperChest']],
+                   slice(M + 2, M + 2 + len(sl)), rows(lo), rows(hi), t,
+                   slice(M + 2 + len(sl), len(order)), rows(rest_parents),
+                   tuple(rows(st.hold) for st in plan.stages))
 
 
 @cache
