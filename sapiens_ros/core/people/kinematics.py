@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, dot, frames, matrix_to_quat, unit, wrap
+from .geometry import clamp, cross, dot, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -391,7 +391,7 @@ _LO, _HI = LOWER[_COLS], UPPER[_COLS]
 _BEND_SIGN = np.array([1.0, 1, -1, -1])[:, None]  # legs: the shin bends to -x
 _FWD = np.array([1.0, 0, 0])
 _ROLL = np.array([1.0, -1.0])
-_YZX, _ONES9, _EYE3 = np.array([1, 2, 0]), np.ones(9), np.eye(3)
+_ONES9, _EYE3 = np.ones(9), np.eye(3)
 #: Joint angles from the chains' (15), the elbows' and knees' (4), the waist's
 _ORDER = np.argsort(np.r_[_COLS.ravel(), _MIDDLE, _J['waist']])
 
@@ -416,7 +416,11 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     # arms: R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x;
     # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
     bend = _bend_side(u, f, np.concatenate([last, -foot], 1))
-    m = frames(-u, _BEND_SIGN * bend).take(_YZX, -1)
+    # each limb's frame, columns: the bend side s, a x s, the aim a = -u (already unit)
+    a = -u
+    side = _BEND_SIGN * bend
+    s_ = unit(side - dot(side, a) * a)
+    m = np.stack([s_, cross(a, s_), a], -1)
     ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
     hm = _EYE3 + np.zeros((B, 1, 1)) if head is None else np.where(np.isnan(head), 0.0, head)
