@@ -428,8 +428,9 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     cand = _euler(np.concatenate([m, hm[:, None]], 1))
     p = np.where(has_prev[:, None, None], prev.take(_COLS, 1), 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
-    ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
-    th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
+    if (np.abs(np.sin(th[:, :2, 1])) < 0.1).any():  # an arm near straight down
+        ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
+        th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
     bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
     # the body frame follows the torso: the waist is always 0, and solved
@@ -449,8 +450,6 @@ def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
     ``m (..., 3, 3)``; ``r (...,)``: +1 left arm, -1 right arm (broadcast).
     """
     near = np.abs(np.sin(th[..., 1])) < 0.1
-    if not near.any():
-        return th
     w = np.abs(np.sin(th[near, 1])) / 0.1
     yaw = yaw_ref[near] + w * wrap(th[near, 0] - yaw_ref[near])
     r = np.broadcast_to(r, near.shape)[near]

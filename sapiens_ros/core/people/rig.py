@@ -51,7 +51,7 @@ from ..models.metadata import keypoint_info
 MODEL_FROM_BODY = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])
 
 _X, _Y, _Z = np.eye(3)
-_EYE3 = np.eye(3)
+_EYE3, _ONES3 = np.eye(3), np.ones(3)
 _S2 = np.sqrt(0.5)
 
 
@@ -345,7 +345,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
             side = ax
         s = unit(side - dot(side, a) * a)
         F[:, st.rows, :, 0], F[:, st.rows, :, 1], F[:, st.rows, :, 2] = a, s, cross(a, s)
-        ok = np.isfinite(s).all(-1)  # (s is NaN where a is)
+        ok = np.isfinite(s @ _ONES3)  # s is finite (it is NaN where a is)
         if not st.points:  # and the 'parent' bones' parents measured
             ok[:, st.bend:] &= measured[:, st.source[st.bend:]]
         measured[:, st.rows] = ok
