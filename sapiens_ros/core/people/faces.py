@@ -83,13 +83,13 @@ def face_indices() -> np.ndarray:
 
 
 @cache
-def _template() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Template keypoint indices, points, their sides (left, right) as a ``(N, 2)`` weight."""
+def _template() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Template keypoint indices and points; ``(N, 3)`` weights of every point, left, right."""
     index = {n: i for i, n in enumerate(keypoint_info().names)}
     idx = np.array([index[n] for n in FACE_TEMPLATE], np.int64)
     pts = np.array(list(FACE_TEMPLATE.values()), np.float64)
-    sides = np.stack([pts[:, 1] > 0.005, pts[:, 1] < -0.005], -1).astype(np.float64)
-    return idx, pts, sides, np.ones(len(idx))
+    sides = np.stack([np.ones(len(pts)), pts[:, 1] > 0.005, pts[:, 1] < -0.005], -1)
+    return idx, pts, sides.astype(np.float64)
 
 
 @cache
@@ -180,11 +180,11 @@ _IDENTITY_Q = np.array([0.0, 0, 0, 1])
 def _head_quats(xyz: np.ndarray, min_points: int,
                 visible: np.ndarray | bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`head_poses` of the ``visible`` faces, axes as quaternions ``(P, 4)``."""
-    idx, tpl, sides, ones = _template()
+    idx, tpl, sides = _template()
     m = np.asarray(xyz).take(idx, 1).astype(np.float64, copy=False)  # (P, N, 3)
     known = np.isfinite(m @ _ONES3)
     w = known.astype(np.float64)
-    counts = w @ np.c_[ones, sides]  # (P, 3): all, left, right
+    counts = w @ sides  # (P, 3): all, left, right
     ok = (counts[:, 0] >= min_points) & (counts[:, 1:] > 0).all(1) & visible
     m = np.where(known[..., None], m, 0.0)
     n = np.maximum(counts[:, :1], 1)
@@ -193,7 +193,7 @@ def _head_quats(xyz: np.ndarray, min_points: int,
     dt = tpl - tc[:, None]
     wdt = w[..., None] * dt
     # the measured x template covariance (the measured centroid cancels against sum w dt = 0)
-    q, top = best_rotations(np.swapaxes(m, 1, 2) @ wdt)  # Umeyama's rotation, via Horn
+    q, top = best_rotations(m.swapaxes(1, 2) @ wdt)  # Umeyama's rotation, via Horn
     scale = top / np.maximum((wdt * dt).sum((1, 2)), 1e-12)
     origin = mc - scale[:, None] * (quat_to_matrix(q) @ tc[..., None])[..., 0]
     ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)

@@ -287,19 +287,19 @@ class BodyKinematics:
         xyz = np.asarray(xyz)
         rot, ok = torso_axes(xyz)
         ok &= ids >= 0
-        rows = np.flatnonzero(ok)
+        rows = ok.nonzero()[0]
         if not len(rows):
             return _empty()
         R = rot.take(rows, 0)
         pts = xyz.take(rows, 0).take(_index(), 1).astype(np.float64, copy=False)
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
-        local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
+        local = (pts - origin[:, None]) @ R  # R^T (p - o)
         head_b = None
         hv = np.zeros(len(rows), bool)
         have_head = head is not None and head_valid is not None and sellion is not None
         if have_head:
             hv = np.asarray(head_valid, bool).take(rows)
-            head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64).take(rows, 0)
+            head_b = R.swapaxes(-1, -2) @ np.asarray(head, np.float64).take(rows, 0)
         tids = ids[rows].tolist()
         new = [i for i in tids if i not in self._row]
         if new:
@@ -435,7 +435,7 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
     # the body frame follows the torso: the waist is always 0, and solved
     angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGN[:, 0], np.zeros((B, 1))], 1)
-    solved = np.concatenate([ok.repeat(3, 1), np.repeat(head_valid[:, None], 3, 1), ok,
+    solved = np.concatenate([ok.repeat(3, 1), head_valid[:, None].repeat(3, 1), ok,
                              np.ones((B, 1), bool)], 1)
     return angles.take(_ORDER, 1), solved.take(_ORDER, 1), sides
 

@@ -358,7 +358,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
             W[:, st.rows] = np.where(measured[:, st.rows, None, None], W[:, st.rows],
                                      W.take(hold, 1))
     if head is not None and head_valid is not None:
-        h = np.swapaxes(model, -1, -2) @ np.asarray(head, np.float64) @ MODEL_FROM_BODY
+        h = model.swapaxes(-1, -2) @ np.asarray(head, np.float64) @ MODEL_FROM_BODY
         hv = np.asarray(head_valid, bool)
         W[:, L.head], V[:, L.head] = np.where(hv[:, None, None], h, W[:, L.chest]), hv
     else:
@@ -369,7 +369,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     G, valid = W.take(L.bones, 1), V.take(L.bones, 1)
     PG = G.take(_parents(), 1)
     PG[:, 0] = _EYE3  # the hips' parent is model space
-    local = np.swapaxes(PG, -1, -2) @ G
+    local = PG.swapaxes(-1, -2) @ G
     q = matrix_to_quat(local)
     if not valid.all():  # bones at rest: their globals follow from their parents'
         q[~valid] = (0, 0, 0, 1)
