@@ -27,7 +27,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import torch
 
-from .geometry import cross, dot
+from .geometry import columns, cross, dot
 from ..errors import FrameError
 from ..media.image_codec import raw_rows
 
@@ -221,7 +221,7 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ny = np.sqrt(dot(y, y))
     good = (ny[:, 0] > 1e-6) & (nu[:, 0] > 1e-6)
     y = y / np.maximum(ny, 1e-9)
-    axes = np.stack([cross(y, z), y, z], axis=-1)
+    axes = columns(cross(y, z), y, z)
     if good.all() and len(t) == len(torso):
         return axes, full
     rot[:] = _EYE3

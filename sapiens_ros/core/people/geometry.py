@@ -42,6 +42,11 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a.take(_P, -1) * b.take(_Q, -1) - a.take(_Q, -1) * b.take(_P, -1)
 
 
+def columns(*vectors: np.ndarray) -> np.ndarray:
+    """Vectors ``(..., 3)`` as the columns of matrices ``(..., 3, n)`` (``np.stack``, cheaper)."""
+    return np.concatenate([v[..., None] for v in vectors], -1)
+
+
 def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
     """
     Right-handed orthonormal frames ``(..., 3, 3)``, columns ``[aim, side', aim x side']``.
@@ -50,7 +55,7 @@ def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
     """
     a = unit(aim)
     s = unit(side - dot(side, a) * a)
-    return np.stack([a, s, cross(a, s)], axis=-1)
+    return columns(a, s, cross(a, s))
 
 
 def axis_rotations(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
@@ -145,17 +150,17 @@ def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.nd
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.shape != b.shape:
         a, b = np.broadcast_arrays(a, b)
-    qa, qb = matrix_to_quat(np.stack([a, b]))
+    qa, qb = matrix_to_quat(np.concatenate([a[None], b[None]]))
     d = dot(qa, qb)
     sign = np.where(d < 0, -1.0, 1.0)  # the shortest arc
     theta = np.arccos(np.minimum(d * sign, 1.0))
     sin = np.sin(theta)
     small = sin < 1e-6
     t = np.asarray(t, np.float64)
-    tt = np.stack([1 - t, t], -1)  # (..., 2): the weights' fractions of theta
+    tt = np.concatenate([(1 - t)[..., None], t[..., None]], -1)  # (..., 2): fractions of theta
     w = np.where(small, tt, np.sin(tt * theta) / np.where(small, 1.0, sin))
     return quat_to_matrix(w[..., :1] * qa + (w[..., 1:] * sign) * qb)
 
 
-__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'cross', 'dot', 'frames', 'matrix_to_quat',
-           'quat_to_matrix', 'rotation_angle', 'slerp_matrices', 'unit', 'wrap']
+__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'columns', 'cross', 'dot', 'frames',
+           'matrix_to_quat', 'quat_to_matrix', 'rotation_angle', 'slerp_matrices', 'unit', 'wrap']

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, cross, dot, matrix_to_quat, unit, wrap
+from .geometry import clamp, columns, cross, dot, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -111,7 +111,7 @@ def _into_range(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer their limits ``lo, hi``."""
     # the shoulder and hip abduction reach 3.3 rad; ties keep the first of 0, +2 pi, -2 pi
     moved = th + _SHIFTS.reshape((3,) + (1,) * th.ndim)
-    return th + _SHIFTS.take(np.argmin(_outside(moved, lo, hi), 0))
+    return th + _SHIFTS.take(_outside(moved, lo, hi).argmin(0))
 
 
 def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -420,7 +420,7 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     a = -u
     side = _BEND_SIGN * bend
     s_ = unit(side - dot(side, a) * a)
-    m = np.stack([s_, cross(a, s_), a], -1)
+    m = columns(s_, cross(a, s_), a)
     ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
     hm = _EYE3 + np.zeros((B, 1, 1)) if head is None else np.where(np.isnan(head), 0.0, head)
