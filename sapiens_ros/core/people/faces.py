@@ -39,7 +39,7 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import best_rotations, clamp, quat_to_matrix
+from .geometry import best_rotations, clamp, dot, quat_to_matrix
 from ..models.metadata import keypoint_info
 
 #: A generic adult face in the REP-155 face frame (m): x forward, y left, z up, origin at the
@@ -102,8 +102,9 @@ def _aligned_in_face() -> np.ndarray:
 
 _DST_CENTRE = ALIGNED_TEMPLATE.mean(0)
 _DST = ALIGNED_TEMPLATE - _DST_CENTRE
-#: ``[a, b] = centred source (P, 10) @ _AB / var``: the similarity's s cos and s sin.
-_AB = np.stack([_DST.ravel(), np.stack([_DST[:, 1], -_DST[:, 0]], -1).ravel()], -1)
+#: ``[a, b] = centred source (P, 10: five x, five y) @ _AB / var``: the similarity's s cos and
+#: s sin.
+_AB = np.stack([_DST.T.ravel(), np.concatenate([_DST[:, 1], -_DST[:, 0]])], -1)
 
 
 @dataclass
@@ -126,10 +127,14 @@ class Faces:
 
 def _face_points(keypoints: np.ndarray, scores: np.ndarray,
                  min_score: float) -> tuple[np.ndarray, np.ndarray]:
-    """Return the face keypoints ``(P, 243, 2)`` and which are scored ``>= min_score``, finite."""
+    """
+    Return the face keypoints' x and y ``(P, 2, 243)``, and which are scored and finite.
+
+    (x and y as rows: reductions over the points run along contiguous memory.)
+    """
     idx = face_indices()
-    pts = np.asarray(keypoints, np.float64).take(idx, 1)
-    return pts, (np.asarray(scores).take(idx, 1) >= min_score) & np.isfinite(pts).all(-1)
+    pts = np.asarray(keypoints).transpose(0, 2, 1).take(idx, 2).astype(np.float64, copy=False)
+    return pts, (np.asarray(scores).take(idx, 1) >= min_score) & np.isfinite(pts).all(1)
 
 
 def face_boxes(keypoints: np.ndarray, scores: np.ndarray, image_size: tuple[int, int],
@@ -149,7 +154,7 @@ def _boxes(pts: np.ndarray, ok: np.ndarray, image_size: tuple[int, int], margin:
            min_points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     visible = ok.sum(1) >= min_points
     # lo and -hi in one reduction
-    ext = np.where(ok[..., None], np.concatenate([pts, -pts], -1), np.inf).min(1)
+    ext = np.where(ok[:, None], np.concatenate([pts, -pts], 1), np.inf).min(-1)
     grow = -(ext[:, :2] + ext[:, 2:]) * margin  # (hi - lo) margin
     h, w = image_size
     size = np.array([w, h, w, h], np.float64)
@@ -194,7 +199,7 @@ def _head_quats(xyz: np.ndarray, min_points: int,
     wdt = w[..., None] * dt
     # the measured x template covariance (the measured centroid cancels against sum w dt = 0)
     q, top = best_rotations(m.swapaxes(1, 2) @ wdt)  # Umeyama's rotation, via Horn
-    scale = top / np.maximum((wdt * dt).sum((1, 2)), 1e-12)
+    scale = top / np.maximum(dot(wdt.reshape(len(w), -1), dt.reshape(len(w), -1))[:, 0], 1e-12)
     origin = mc - scale[:, None] * (quat_to_matrix(q) @ tc[..., None])[..., 0]
     ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)
     return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None], origin, np.nan), ok)
@@ -219,11 +224,11 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
 def _warps(pts: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """:func:`aligned_warps` from :func:`_face_points`."""
     at = _aligned_in_face()
-    src = pts.take(at, 1)  # (P, 5, 2)
-    sc = src.sum(1) / 5
-    ds = (src - sc[:, None]).reshape(-1, 10)
+    src = pts.take(at, 2)  # (P, 2, 5)
+    sc = src.sum(-1) / 5
+    ds = (src - sc[..., None]).reshape(-1, 10)
     # in 2D the best rotation and scale are closed-form: a = s cos, b = s sin
-    ab = (ds @ _AB) / np.maximum((ds * ds).sum(1), 1e-12)[:, None]
+    ab = (ds @ _AB) / np.maximum(dot(ds, ds), 1e-12)
     a = (ab @ _AB_MATRIX).reshape(-1, 2, 2)  # [[a, -b], [b, a]]
     t = _DST_CENTRE - (a @ sc[..., None])[..., 0]
     out = np.concatenate([a, t[..., None]], -1)
