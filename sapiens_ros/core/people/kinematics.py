@@ -369,14 +369,6 @@ def _empty() -> KinematicsFrame:
                            z((0, len(LINK_NAMES) - 1, 4, 4)), [])
 
 
-def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
-    perp = f - dot(f, u) * u
-    w = 0.1 * clamp(1 - np.sqrt(dot(perp, perp)) / 0.1, 0, 1)
-    fb = unit(fallback - dot(fallback, u) * u)
-    return perp + w * fb
-
-
 #: Keypoints (root, middle, end) of the left and right arms, then legs.
 _LIMBS = np.array([[_K[f'{s}_{n}'] for n in names] for names in
                    (('shoulder', 'elbow', 'wrist'), ('hip', 'knee', 'ankle'))
@@ -408,18 +400,23 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     has_prev = np.isfinite(prev[:, 0])  # a track's angles are all finite or all NaN
     last = np.where(np.isfinite(last), last, _FWD)  # (B, 2, 3)
     pts = local.take(_LIMBS, 1)  # (B, 4, 3, 3): arms then legs, both sides at once
-    root, mid, end = pts[:, :, 0], pts[:, :, 1], pts[:, :, 2]
-    u, f = unit(mid - root), unit(end - mid)
+    uf = unit(pts[:, :, 1:] - pts[:, :, :2])  # (B, 4, 2, 3): the upper and lower segments
+    u, f = uf[:, :, 0], uf[:, :, 1]
     toes = local.take(_TOES, 1)
-    toes = (toes[:, :, 0] + toes[:, :, 1]) / 2 - end[:, 2:]
+    toes = (toes[:, :, 0] + toes[:, :, 1]) / 2 - pts[:, 2:, 2]
     foot = np.where(np.isfinite(toes), toes, _FWD)
+    # the bend: the lower segment off the upper one's line; while nearly straight, the fallback
+    # off it too (the arm's last bend, the leg's foot)
+    g = np.concatenate([f[:, :, None], np.concatenate([last, -foot], 1)[:, :, None]], 2)
+    g = g - dot(g, u[:, :, None]) * u[:, :, None]
+    n = np.sqrt(dot(g, g))  # (B, 4, 2, 1)
+    w = 0.1 * clamp(1 - n[:, :, 0] / 0.1, 0, 1)
+    bend = g[:, :, 0] + w * (g[:, :, 1] / np.maximum(n[:, :, 1], 1e-9))
     # arms: R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x;
-    # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
-    bend = _bend_side(u, f, np.concatenate([last, -foot], 1))
-    # each limb's frame, columns: the bend side s, a x s, the aim a = -u (already unit)
+    # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x. Each
+    # limb's frame, columns: the bend side s (already across the aim), a x s, the aim a = -u
     a = -u
-    side = _BEND_SIGN * bend
-    s_ = unit(side - dot(side, a) * a)
+    s_ = unit(_BEND_SIGN * bend)
     m = columns(s_, cross(a, s_), a)
     ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
@@ -431,7 +428,7 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     if (np.abs(np.sin(th[:, :2, 1])) < 0.1).any():  # an arm near straight down
         ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
         th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
-    sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
+    sides = np.where(ok[:, :2, None], s_[:, :2], last)  # (the arms' bend sign is +1)
     bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
     # the body frame follows the torso: the waist is always 0, and solved
     angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGN[:, 0], np.zeros((B, 1))], 1)
