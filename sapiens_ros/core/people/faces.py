@@ -175,16 +175,16 @@ def head_poses(xyz: np.ndarray,
     sellion positions ``(P, 3)`` (NaN if unknown) and a mask ``(P,)``: at least ``min_points``
     template points known, on both sides of the face.
     """
-    q, origin, ok = _head_quats(xyz, min_points, True)
-    return quat_to_matrix(q), origin, ok
+    _, rot, origin, ok = _head_quats(xyz, min_points, True)
+    return rot, origin, ok
 
 
 _IDENTITY_Q = np.array([0.0, 0, 0, 1])
 
 
-def _head_quats(xyz: np.ndarray, min_points: int,
-                visible: np.ndarray | bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`head_poses` of the ``visible`` faces, axes as quaternions ``(P, 4)``."""
+def _head_quats(xyz: np.ndarray, min_points: int, visible: np.ndarray | bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`head_poses` of the ``visible`` faces, the axes also as quaternions ``(P, 4)``."""
     idx, tpl, sides = _template()
     m = np.asarray(xyz).take(idx, 1).astype(np.float64, copy=False)  # (P, N, 3)
     known = np.isfinite(m @ _ONES3)
@@ -200,12 +200,14 @@ def _head_quats(xyz: np.ndarray, min_points: int,
     # the measured x template covariance (the measured centroid cancels against sum w dt = 0)
     q, top = best_rotations(m.swapaxes(1, 2) @ wdt)  # Umeyama's rotation, via Horn
     scale = top / np.maximum(dot(wdt.reshape(len(w), -1), dt.reshape(len(w), -1))[:, 0], 1e-12)
-    origin = mc - scale[:, None] * (quat_to_matrix(q) @ tc[..., None])[..., 0]
+    rot = quat_to_matrix(q)
+    origin = mc - scale[:, None] * (rot @ tc[..., None])[..., 0]
     ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)
-    return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None], origin, np.nan), ok)
+    return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None, None], rot, _EYE3),
+            np.where(ok[:, None], origin, np.nan), ok)
 
 
-_ONES3 = np.ones(3)
+_ONES3, _EYE3 = np.ones(3), np.eye(3)
 
 
 def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
@@ -251,11 +253,12 @@ def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
     pts, ok = _face_points(np.asarray(keypoints).reshape(n, -1, 2), scores, min_score)
     box, roi, visible = _boxes(pts, ok, image_size, margin, 5)
     if xyz is not None and n:
-        q, pos, valid = _head_quats(xyz, 6, visible)
+        q, rot, pos, valid = _head_quats(xyz, 6, visible)
     else:
-        q, pos, valid = np.tile(_IDENTITY_Q, (n, 1)), np.full((n, 3), np.nan), np.zeros(n, bool)
-    return Faces(np.asarray(ids, np.int64), visible, box, roi, valid, pos, quat_to_matrix(q),
-                 q, _warps(pts, ok))
+        q, rot = np.tile(_IDENTITY_Q, (n, 1)), np.tile(_EYE3, (n, 1, 1))
+        pos, valid = np.full((n, 3), np.nan), np.zeros(n, bool)
+    return Faces(np.asarray(ids, np.int64), visible, box, roi, valid, pos, rot, q,
+                 _warps(pts, ok))
 
 
 def face_template_points(rotation: np.ndarray, position: np.ndarray,
