@@ -213,8 +213,8 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rot[:] = _EYE3
         return rot, ok
     t = torso if full.all() else torso[full]
-    up = (t[:, 0] + t[:, 1]) / 2 - (t[:, 2] + t[:, 3]) / 2
-    left = (t[:, 0] - t[:, 1]) + (t[:, 2] - t[:, 3])
+    up_left = _UP_LEFT @ t  # (P, 2, 3): mid-shoulders - mid-hips; right-to-left, both pairs
+    up, left = up_left[:, 0], up_left[:, 1]
     nu = np.sqrt(dot(up, up))
     z = up / np.maximum(nu, 1e-9)
     y = left - dot(left, z) * z
@@ -231,6 +231,7 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 _ONES12, _EYE3 = np.ones(12), np.eye(3)
+_UP_LEFT = np.array([[0.5, 0.5, -0.5, -0.5], [1.0, -1, 1, -1]])
 
 
 def torso_poses(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
