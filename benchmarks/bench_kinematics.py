@@ -41,7 +41,7 @@ import numpy as np
 from sapiens_ros.core.people.body_models import BodyModels
 from sapiens_ros.core.people.depth import torso_axes
 from sapiens_ros.core.people.faces import faces, head_poses
-from sapiens_ros.core.people.geometry import matrix_to_quat, quat_to_matrix, rotation_angle
+from sapiens_ros.core.people.geometry import matrix_to_quat, rotation_angle
 from sapiens_ros.core.people.humanoid import (BoneLengths, forward_kinematics, JOINT_NAMES,
                                               LINK_NAMES, LOWER, synthetic_keypoints, UPPER)
 from sapiens_ros.core.people.kinematics import BodyKinematics, KinematicsConfig
@@ -119,8 +119,8 @@ def cost_table(repeat: int) -> None:
             kf = kin.update(p.ids, p.xyz, p.stamp, fc.rotation, fc.pose_valid, fc.position,
                             live=p.tracks)
             t2 = time.thread_time()
-            rig_pose(p.xyz[kf.rows], quat_to_matrix(kf.orientation), kf.position,
-                     fc.rotation[kf.rows], fc.pose_valid[kf.rows])
+            rig_pose(p.xyz.take(kf.rows, 0), kf.rotation, kf.position,
+                     fc.rotation.take(kf.rows, 0), fc.pose_valid.take(kf.rows, 0))
             t3 = time.thread_time()
             whole.update(p, (480, 640))
             t4 = time.thread_time()

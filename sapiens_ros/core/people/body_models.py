@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .faces import Faces, faces
-from .geometry import quat_to_matrix
 from .kinematics import BodyKinematics, KinematicsConfig, KinematicsFrame
 from .rig import rig_pose, RigPose
 from .state import People
@@ -65,8 +64,8 @@ class BodyModels:
                                      fc.position, live=people.tracks)
         rows = kin.rows
         if len(rows):
-            rig = rig_pose(np.asarray(xyz)[rows], quat_to_matrix(kin.orientation), kin.position,
-                           fc.rotation[rows], fc.pose_valid[rows])
+            rig = rig_pose(np.asarray(xyz).take(rows, 0), kin.rotation, kin.position,
+                           fc.rotation.take(rows, 0), fc.pose_valid.take(rows, 0))
         else:
             from .rig import BONES
             n = len(BONES)

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import torch
 
-from .geometry import cross
+from .geometry import columns, cross, dot
 from ..errors import FrameError
 from ..media.image_codec import raw_rows
 
@@ -205,29 +205,33 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     unknown) and a mask ``(P,)`` of the people with all four torso keypoints finite and not
     degenerate.
     """
-    xyz = np.asarray(xyz, np.float64)
-    rot = np.empty((len(xyz), 3, 3))
-    rot[:] = np.eye(3)
-    ok = np.zeros(len(xyz), bool)
-    torso = xyz[:, _TORSO]  # (P, 4, 3): l_sh, r_sh, l_hip, r_hip
-    full = np.isfinite(torso).all((1, 2))
+    torso = np.asarray(xyz).take(_TORSO, 1).astype(np.float64, copy=False)  # (P, 4, 3)
+    full = np.isfinite(torso.reshape(-1, 12) @ _ONES12)  # l_sh, r_sh, l_hip, r_hip all finite
+    rot = np.empty((len(torso), 3, 3))
+    ok = np.zeros(len(torso), bool)
     if not full.any():
+        rot[:] = _EYE3
         return rot, ok
     t = torso if full.all() else torso[full]
-    up = (t[:, 0] + t[:, 1]) / 2 - (t[:, 2] + t[:, 3]) / 2
-    left = (t[:, 0] - t[:, 1]) + (t[:, 2] - t[:, 3])
-    nu = np.sqrt((up * up).sum(1, keepdims=True))
+    up_left = _UP_LEFT @ t  # (P, 2, 3): mid-shoulders - mid-hips; right-to-left, both pairs
+    up, left = up_left[:, 0], up_left[:, 1]
+    nu = np.sqrt(dot(up, up))
     z = up / np.maximum(nu, 1e-9)
-    y = left - (left * z).sum(1, keepdims=True) * z
-    ny = np.sqrt((y * y).sum(1, keepdims=True))
+    y = left - dot(left, z) * z
+    ny = np.sqrt(dot(y, y))
     good = (ny[:, 0] > 1e-6) & (nu[:, 0] > 1e-6)
     y = y / np.maximum(ny, 1e-9)
-    axes = np.stack([cross(y, z), y, z], axis=-1)
-    if good.all() and len(t) == len(xyz):
+    axes = columns(cross(y, z), y, z)
+    if good.all() and len(t) == len(torso):
         return axes, full
+    rot[:] = _EYE3
     rows = np.flatnonzero(full)[good]
     rot[rows], ok[rows] = axes[good], True
     return rot, ok
+
+
+_ONES12, _EYE3 = np.ones(12), np.eye(3)
+_UP_LEFT = np.array([[0.5, 0.5, -0.5, -0.5], [1.0, -1, 1, -1]])
 
 
 def torso_poses(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import clamp, matrix_to_quat
+from .geometry import best_rotations, clamp, dot, quat_to_matrix
 from ..models.metadata import keypoint_info
 
 #: A generic adult face in the REP-155 face frame (m): x forward, y left, z up, origin at the
@@ -83,17 +83,28 @@ def face_indices() -> np.ndarray:
 
 
 @cache
-def _template() -> tuple[np.ndarray, np.ndarray]:
+def _template() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Template keypoint indices and points; ``(N, 3)`` weights of every point, left, right."""
     index = {n: i for i, n in enumerate(keypoint_info().names)}
     idx = np.array([index[n] for n in FACE_TEMPLATE], np.int64)
     pts = np.array(list(FACE_TEMPLATE.values()), np.float64)
-    return idx, pts
+    sides = np.stack([np.ones(len(pts)), pts[:, 1] > 0.005, pts[:, 1] < -0.005], -1)
+    return idx, pts, sides.astype(np.float64)
 
 
 @cache
-def _aligned_indices() -> np.ndarray:
+def _aligned_in_face() -> np.ndarray:
+    """Return the five aligned-crop points as positions in :func:`face_indices`."""
     index = {n: i for i, n in enumerate(keypoint_info().names)}
-    return np.array([index[n] for n in _ALIGNED_POINTS], np.int64)
+    pos = {int(k): i for i, k in enumerate(face_indices())}
+    return np.array([pos[index[n]] for n in _ALIGNED_POINTS], np.int64)
+
+
+_DST_CENTRE = ALIGNED_TEMPLATE.mean(0)
+_DST = ALIGNED_TEMPLATE - _DST_CENTRE
+#: ``[a, b] = centred source (P, 10: five x, five y) @ _AB / var``: the similarity's s cos and
+#: s sin.
+_AB = np.stack([_DST.T.ravel(), np.concatenate([_DST[:, 1], -_DST[:, 0]])], -1)
 
 
 @dataclass
@@ -114,6 +125,18 @@ class Faces:
         return int(self.ids.shape[0])
 
 
+def _face_points(keypoints: np.ndarray, scores: np.ndarray,
+                 min_score: float) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return the face keypoints' x and y ``(P, 2, 243)``, and which are scored and finite.
+
+    (x and y as rows: reductions over the points run along contiguous memory.)
+    """
+    idx = face_indices()
+    pts = np.asarray(keypoints).transpose(0, 2, 1).take(idx, 2).astype(np.float64, copy=False)
+    return pts, (np.asarray(scores).take(idx, 1) >= min_score) & np.isfinite(pts).all(1)
+
+
 def face_boxes(keypoints: np.ndarray, scores: np.ndarray, image_size: tuple[int, int],
                min_score: float = 0.3, margin: float = 0.1,
                min_points: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,19 +147,23 @@ def face_boxes(keypoints: np.ndarray, scores: np.ndarray, image_size: tuple[int,
     each side and clipped to the image ``(height, width)``; a face needs ``min_points`` such
     keypoints (otherwise NaN and not visible).
     """
-    idx = face_indices()
-    pts = np.asarray(keypoints, np.float64)[:, idx]
-    ok = (np.asarray(scores)[:, idx] >= min_score) & np.isfinite(pts).all(-1)
+    return _boxes(*_face_points(keypoints, scores, min_score), image_size, margin, min_points)
+
+
+def _boxes(pts: np.ndarray, ok: np.ndarray, image_size: tuple[int, int], margin: float,
+           min_points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     visible = ok.sum(1) >= min_points
-    lo = np.where(ok[..., None], pts, np.inf).min(1)
-    hi = np.where(ok[..., None], pts, -np.inf).max(1)
-    grow = (hi - lo) * margin
+    # lo and -hi in one reduction
+    ext = np.where(ok[:, None], np.concatenate([pts, -pts], 1), np.inf).min(-1)
+    grow = -(ext[:, :2] + ext[:, 2:]) * margin  # (hi - lo) margin
     h, w = image_size
-    size = np.array([w, h], np.float64)
-    lo, hi = clamp(lo - grow, 0, size), clamp(hi + grow, 0, size)
-    box = np.concatenate([lo, hi], -1)
-    box[~visible] = np.nan
-    return box, box / np.tile(size, 2), visible
+    size = np.array([w, h, w, h], np.float64)
+    box = clamp(ext * _LO_HI - np.concatenate([grow, -grow], -1), 0, size)
+    box = np.where(visible[:, None], box, np.nan)
+    return box, box / size, visible
+
+
+_LO_HI = np.array([1.0, 1, -1, -1])
 
 
 def head_poses(xyz: np.ndarray,
@@ -148,29 +175,39 @@ def head_poses(xyz: np.ndarray,
     sellion positions ``(P, 3)`` (NaN if unknown) and a mask ``(P,)``: at least ``min_points``
     template points known, on both sides of the face.
     """
-    idx, tpl = _template()
-    m = np.asarray(xyz, np.float64)[:, idx]  # (P, N, 3)
-    w = np.isfinite(m).all(-1).astype(np.float64)
-    left, right = tpl[:, 1] > 0.005, tpl[:, 1] < -0.005
-    ok = (w.sum(1) >= min_points) & (w[:, left].sum(1) > 0) & (w[:, right].sum(1) > 0)
-    m = np.where(w[..., None] > 0, m, 0.0)
-    n = np.maximum(w.sum(1), 1)[:, None]
-    mc = (w[..., None] * m).sum(1) / n  # (P, 3)
-    tc = (w[..., None] * tpl).sum(1) / n
-    dm, dt = m - mc[:, None], tpl - tc[:, None]
-    cov = np.einsum('pn,pni,pnj->pij', w, dm, dt)  # measured x template
-    u, s, vt = np.linalg.svd(cov)
-    d = np.sign(np.linalg.det(u @ vt))
-    u[:, :, 2] *= d[:, None]
-    s[:, 2] *= d
-    rot = u @ vt  # template (face frame) -> camera
-    var = (w * (dt ** 2).sum(-1)).sum(1)
-    scale = s.sum(1) / np.maximum(var, 1e-12)
-    origin = mc - scale[:, None] * np.einsum('pij,pj->pi', rot, tc)
-    ok &= np.isfinite(rot).all((1, 2)) & (scale > 0.3) & (scale < 3.0)
-    rot[~ok] = np.eye(3)
-    origin[~ok] = np.nan
+    _, rot, origin, ok = _head_quats(xyz, min_points, True)
     return rot, origin, ok
+
+
+_IDENTITY_Q = np.array([0.0, 0, 0, 1])
+
+
+def _head_quats(xyz: np.ndarray, min_points: int, visible: np.ndarray | bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`head_poses` of the ``visible`` faces, the axes also as quaternions ``(P, 4)``."""
+    idx, tpl, sides = _template()
+    m = np.asarray(xyz).take(idx, 1).astype(np.float64, copy=False)  # (P, N, 3)
+    known = np.isfinite(m @ _ONES3)
+    w = known.astype(np.float64)
+    counts = w @ sides  # (P, 3): all, left, right
+    ok = (counts[:, 0] >= min_points) & (counts[:, 1:] > 0).all(1) & visible
+    m = np.where(known[..., None], m, 0.0)
+    n = np.maximum(counts[:, :1], 1)
+    mc = (w[:, None] @ m)[:, 0] / n  # (P, 3)
+    tc = (w @ tpl) / n
+    dt = tpl - tc[:, None]
+    wdt = w[..., None] * dt
+    # the measured x template covariance (the measured centroid cancels against sum w dt = 0)
+    q, top = best_rotations(m.swapaxes(1, 2) @ wdt)  # Umeyama's rotation, via Horn
+    scale = top / np.maximum(dot(wdt.reshape(len(w), -1), dt.reshape(len(w), -1))[:, 0], 1e-12)
+    rot = quat_to_matrix(q)
+    origin = mc - scale[:, None] * (rot @ tc[..., None])[..., 0]
+    ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)
+    return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None, None], rot, _EYE3),
+            np.where(ok[:, None], origin, np.nan), ok)
+
+
+_ONES3, _EYE3 = np.ones(3), np.eye(3)
 
 
 def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
@@ -182,21 +219,25 @@ def aligned_warps(keypoints: np.ndarray, scores: np.ndarray,
     mouth corners; NaN where one of the five is scored under ``min_score``. Scale the matrix for
     another size.
     """
-    src = np.asarray(keypoints, np.float64)[:, _aligned_indices()]  # (P, 5, 2)
-    ok = (np.asarray(scores)[:, _aligned_indices()] >= min_score).all(1) & \
-        np.isfinite(src).all((1, 2))
-    dst = ALIGNED_TEMPLATE
-    sc, dc = src.mean(1), dst.mean(0)
-    ds, dd = src - sc[:, None], dst - dc
+    pts, ok = _face_points(keypoints, scores, min_score)
+    return _warps(pts, ok)
+
+
+def _warps(pts: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """:func:`aligned_warps` from :func:`_face_points`."""
+    at = _aligned_in_face()
+    src = pts.take(at, 2)  # (P, 2, 5)
+    sc = src.sum(-1) / 5
+    ds = (src - sc[..., None]).reshape(-1, 10)
     # in 2D the best rotation and scale are closed-form: a = s cos, b = s sin
-    var = np.maximum((ds * ds).sum((1, 2)), 1e-12)
-    a = (ds * dd).sum((1, 2)) / var
-    b = (ds[..., 0] * dd[:, 1] - ds[..., 1] * dd[:, 0]).sum(1) / var
-    a = np.stack([np.stack([a, -b], -1), np.stack([b, a], -1)], 1)
-    t = dc - np.einsum('pij,pj->pi', a, sc)
+    ab = (ds @ _AB) / np.maximum(dot(ds, ds), 1e-12)
+    a = (ab @ _AB_MATRIX).reshape(-1, 2, 2)  # [[a, -b], [b, a]]
+    t = _DST_CENTRE - (a @ sc[..., None])[..., 0]
     out = np.concatenate([a, t[..., None]], -1)
-    out[~ok] = np.nan
-    return out
+    return np.where(ok.take(at, 1).all(1)[:, None, None], out, np.nan)
+
+
+_AB_MATRIX = np.array([[1.0, 0, 0, 1], [0, -1, 1, 0]])
 
 
 def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
@@ -208,19 +249,16 @@ def faces(ids: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
     Pass ``people.ids``, ``people.smoothed``, ``people.scores``, ``people.xyz`` if
     ``people.xyz_metric`` else None, and the image ``(height, width)``.
     """
-    keypoints = np.asarray(keypoints, np.float64).reshape(len(ids), -1, 2)
-    box, roi, visible = face_boxes(keypoints, scores, image_size, min_score, margin)
-    if xyz is not None and len(ids):
-        rot, pos, valid = head_poses(xyz)
-        valid &= visible
+    n = len(ids)
+    pts, ok = _face_points(np.asarray(keypoints).reshape(n, -1, 2), scores, min_score)
+    box, roi, visible = _boxes(pts, ok, image_size, margin, 5)
+    if xyz is not None and n:
+        q, rot, pos, valid = _head_quats(xyz, 6, visible)
     else:
-        rot = np.tile(np.eye(3), (len(ids), 1, 1))
-        pos, valid = np.full((len(ids), 3), np.nan), np.zeros(len(ids), bool)
-    if not valid.all():
-        rot[~valid], pos[~valid] = np.eye(3), np.nan
-    warp = aligned_warps(keypoints, scores, min_score) if len(ids) else np.zeros((0, 2, 3))
-    return Faces(np.asarray(ids, np.int64), visible, box, roi, valid, pos, rot,
-                 matrix_to_quat(rot), warp)
+        q, rot = np.tile(_IDENTITY_Q, (n, 1)), np.tile(_EYE3, (n, 1, 1))
+        pos, valid = np.full((n, 3), np.nan), np.zeros(n, bool)
+    return Faces(np.asarray(ids, np.int64), visible, box, roi, valid, pos, rot, q,
+                 _warps(pts, ok))
 
 
 def face_template_points(rotation: np.ndarray, position: np.ndarray,
@@ -231,7 +269,7 @@ def face_template_points(rotation: np.ndarray, position: np.ndarray,
     For synthetic faces in tests and benchmarks: ``rotation (..., 3, 3)`` face axes,
     ``position (..., 3)`` the sellion.
     """
-    idx, tpl = _template()
+    idx, tpl = _template()[:2]
     rotation, position = np.asarray(rotation, np.float64), np.asarray(position, np.float64)
     out = np.full(position.shape[:-1] + (len(keypoint_info().names), 3), np.nan)
     placed = np.einsum('...ij,nj->...ni', rotation, tpl)

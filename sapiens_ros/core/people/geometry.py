@@ -19,9 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dot products ``(..., 1)`` over the last axis of ``a, b (..., n)``: one gufunc call."""
+    return (a[..., None, :] @ b[..., :, None])[..., 0]
+
+
 def unit(v: np.ndarray, eps: float = 1e-9) -> np.ndarray:
     """``v (..., 3)`` scaled to unit length (zero vectors stay zero, NaN stays NaN)."""
-    return v / np.maximum(np.sqrt((v * v).sum(-1, keepdims=True)), eps)
+    return v / np.maximum(np.sqrt(dot(v, v)), eps)
 
 
 def clamp(x: np.ndarray, lo, hi) -> np.ndarray:
@@ -34,7 +39,12 @@ _P, _Q = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Return ``a x b`` over the last axis (3), cheaper than ``np.cross`` on small arrays."""
-    return a[..., _P] * b[..., _Q] - a[..., _Q] * b[..., _P]
+    return a.take(_P, -1) * b.take(_Q, -1) - a.take(_Q, -1) * b.take(_P, -1)
+
+
+def columns(*vectors: np.ndarray) -> np.ndarray:
+    """Vectors ``(..., 3)`` as the columns of matrices ``(..., 3, n)`` (``np.stack``, cheaper)."""
+    return np.concatenate([v[..., None] for v in vectors], -1)
 
 
 def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -44,8 +54,8 @@ def frames(aim: np.ndarray, side: np.ndarray) -> np.ndarray:
     ``side'`` is ``side`` made orthogonal to ``aim``; both ``(..., 3)``, any length.
     """
     a = unit(aim)
-    s = unit(side - (side * a).sum(-1, keepdims=True) * a)
-    return np.stack([a, s, cross(a, s)], axis=-1)
+    s = unit(side - dot(side, a) * a)
+    return columns(a, s, cross(a, s))
 
 
 def axis_rotations(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
@@ -83,11 +93,11 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
     """Rotation matrices ``(..., 3, 3)`` to unit quaternions ``(..., 4)`` x, y, z, w, w >= 0."""
     m = np.asarray(m, np.float64)
     shape = m.shape[:-2]
-    k = (m.reshape(-1, 9) @ _SHEPPERD + _SHEPPERD_ONE).reshape(-1, 4, 4)
+    k = (m.reshape(-1, 9) @ _SHEPPERD + _SHEPPERD_ONE).reshape(-1, 4)  # 4 rows per matrix
     # the row of the largest 4 q_i^2 is the best conditioned (Shepperd)
-    q = k[np.arange(len(k)), np.argmax(k.reshape(-1, 16)[:, ::5], -1)]
-    q = np.where(q[:, 3:] < 0, -q, q)
-    q /= np.sqrt((q * q).sum(-1, keepdims=True))
+    best = k.reshape(-1, 16)[:, ::5].argmax(-1)
+    q = k.take(best + np.arange(0, len(k), 4), 0)
+    q *= np.where(q[:, 3:] < 0, -1.0, 1.0) / np.sqrt(dot(q, q))
     return q.reshape(shape + (4,))
 
 
@@ -106,9 +116,27 @@ for _r, _terms in enumerate((
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Quaternions ``(..., 4)`` x, y, z, w to rotation matrices ``(..., 3, 3)``."""
     q = np.asarray(q, np.float64)
-    q = q / np.sqrt((q * q).sum(-1, keepdims=True))
+    q = q / np.sqrt(dot(q, q))
     outer = (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,))
     return (outer @ _QUAT_TERMS).reshape(q.shape[:-1] + (3, 3))
+
+
+#: Horn's symmetric 4x4 matrix N of a 3x3 matrix C, linear in C: ``q^T N q = trace(R(q)^T C)``.
+_HORN = ((_QUAT_TERMS + _QUAT_TERMS.reshape(4, 4, 9).transpose(1, 0, 2).reshape(16, 9)) / 2).T
+
+
+def best_rotations(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return the unit quaternions ``(..., 4)`` (w >= 0) of the R maximising ``trace(R^T c)``.
+
+    ``c (..., 3, 3)``, e.g. the covariance of measured x model points; also returns that
+    maximum ``(...)`` (Horn's closed form: the top eigenvector of a symmetric 4x4 matrix).
+    """
+    c = np.asarray(c, np.float64)
+    vals, vecs = np.linalg.eigh((c.reshape(c.shape[:-2] + (9,)) @ _HORN).reshape(
+        c.shape[:-2] + (4, 4)))
+    q = vecs[..., -1]
+    return np.where(q[..., 3:] < 0, -q, q), vals[..., -1]
 
 
 def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -119,19 +147,20 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """Rotations a fraction ``t`` of the way from ``a`` to ``b`` (shortest arc), batched."""
-    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
-    qa, qb = matrix_to_quat(np.stack([a, b]))
-    dot = (qa * qb).sum(-1, keepdims=True)
-    qb = np.where(dot < 0, -qb, qb)
-    theta = np.arccos(clamp(np.abs(dot), 0, 1))
-    t = np.asarray(t, np.float64)[..., None]
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
+    qa, qb = matrix_to_quat(np.concatenate([a[None], b[None]]))
+    d = dot(qa, qb)
+    sign = np.where(d < 0, -1.0, 1.0)  # the shortest arc
+    theta = np.arccos(np.minimum(d * sign, 1.0))
     sin = np.sin(theta)
     small = sin < 1e-6
-    safe = np.where(small, 1.0, sin)
-    wa = np.where(small, 1 - t, np.sin((1 - t) * theta) / safe)
-    wb = np.where(small, t, np.sin(t * theta) / safe)
-    return quat_to_matrix(wa * qa + wb * qb)
+    t = np.asarray(t, np.float64)
+    tt = np.concatenate([(1 - t)[..., None], t[..., None]], -1)  # (..., 2): fractions of theta
+    w = np.where(small, tt, np.sin(tt * theta) / np.where(small, 1.0, sin))
+    return quat_to_matrix(w[..., :1] * qa + (w[..., 1:] * sign) * qb)
 
 
-__all__ = ['axis_rotations', 'clamp', 'cross', 'frames', 'matrix_to_quat', 'quat_to_matrix',
-           'rotation_angle', 'slerp_matrices', 'unit', 'wrap']
+__all__ = ['axis_rotations', 'best_rotations', 'clamp', 'columns', 'cross', 'dot', 'frames',
+           'matrix_to_quat', 'quat_to_matrix', 'rotation_angle', 'slerp_matrices', 'unit', 'wrap']

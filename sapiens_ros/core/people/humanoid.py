@@ -190,14 +190,20 @@ def joint_transforms(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:
     (..., 20)`` as for :func:`forward_kinematics`.
     """
     positions = np.asarray(positions, np.float64)
-    batch = positions.shape[:-1]
     lengths = np.asarray(lengths, np.float64)
     basis, terms, column, _, _ = _fk_plan()
-    angle = np.where(column >= 0, positions[..., np.maximum(column, 0)], 0.0)[..., None, None]
+    revolute, col = _fk_columns()
+    angle = np.where(revolute, positions.take(col, -1), 0.0)[..., None, None]
     local = terms[0] + np.cos(angle) * terms[1] + np.sin(angle) * terms[2]
-    local[..., :3, 3] = np.broadcast_to(lengths @ basis, batch + (basis.shape[1],)).reshape(
-        batch + (len(JOINTS), 3))
+    local[..., :3, 3] = (lengths @ basis).reshape(lengths.shape[:-1] + (len(JOINTS), 3))
     return local
+
+
+@cache
+def _fk_columns() -> tuple[np.ndarray, np.ndarray]:
+    """Which joints turn, and the column of ``positions`` that each reads (fixed: 0)."""
+    column = _fk_plan()[2]
+    return column >= 0, np.maximum(column, 0)
 
 
 def forward_kinematics(lengths: np.ndarray, positions: np.ndarray) -> np.ndarray:

@@ -29,15 +29,16 @@ centre, as :mod:`~sapiens_ros.core.people.body_frames` publishes it. It follows 
 
 from __future__ import annotations
 
+from collections.abc import KeysView
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, cached_property
 import warnings
 
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, frames, matrix_to_quat, unit, wrap
+from .geometry import clamp, columns, cross, dot, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -67,7 +68,6 @@ def _index() -> np.ndarray:
 
 
 _K = {n: i for i, n in enumerate(_NAMES)}
-_NAN3, _NAN20, _NAN23 = np.full(3, np.nan), np.full(20, np.nan), np.full((2, 3), np.nan)
 _DEFAULT = BoneLengths().array()
 _J = {n: i for i, n in enumerate(JOINT_NAMES)}
 _ARM = {'l': [_J['l_y_shoulder'], _J['l_p_shoulder'], _J['l_r_shoulder']],
@@ -88,21 +88,20 @@ _EULER_SIGNS = np.array([[1.0, 1, -1, 1, 1]] * 2 + [[1.0, -1, 1, -1, 1]] * 2
                         + [[-1.0, 1, 1, 1, 1]])
 _EULER_ZXZ = np.array([True, True, False, False, False])  # b = arccos (else arcsin)
 _EULER_B2 = np.array([0.0, 0, np.pi, np.pi, np.pi])  # the second solution's b: this - b
-_EULER_CHAIN = np.arange(5)[:, None]
+_EULER_FLAT = np.arange(5)[:, None] * 9 + _EULER_ENTRIES  # in the five matrices, flattened
+_EULER_SECOND_SIGN = np.array([[1.0, 1, 1], [1, -1, 1]])
+_EULER_SECOND = np.zeros((5, 2, 3))
+_EULER_SECOND[:, 1] = np.stack([np.full(5, np.pi), _EULER_B2, np.full(5, np.pi)], -1)
 
 
 def _euler(m: np.ndarray) -> np.ndarray:
     """Both Euler solutions ``(B, 5, 2, 3)`` of the five chains' rotations ``m (B, 5, 3, 3)``."""
-    g = m.reshape(-1, 5, 9)[:, _EULER_CHAIN, _EULER_ENTRIES] * _EULER_SIGNS  # (B, 5, 5)
+    g = m.reshape(-1, 45).take(_EULER_FLAT, 1) * _EULER_SIGNS  # (B, 5, 5)
     sb = clamp(g[..., 0], -1, 1)
     b = np.where(_EULER_ZXZ, np.arccos(sb), np.arcsin(sb))
     ac = np.arctan2(g[..., 1::2], g[..., 2::2])  # (B, 5, 2): a, c
-    out = np.empty(g.shape[:2] + (2, 3))
-    out[..., 0, 0::2] = ac
-    out[..., 1, 0::2] = ac + np.pi
-    out[..., 0, 1] = b
-    out[..., 1, 1] = _EULER_B2 - b
-    return wrap(out)
+    abc = np.concatenate([ac[..., :1], b[..., None], ac[..., 1:]], -1)[..., None, :]
+    return wrap(abc * _EULER_SECOND_SIGN + _EULER_SECOND)  # (a, b, c), (a + pi, b2 - b, c + pi)
 
 
 _SHIFTS = np.array([0.0, 2 * np.pi, -2 * np.pi])
@@ -112,21 +111,26 @@ def _into_range(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer their limits ``lo, hi``."""
     # the shoulder and hip abduction reach 3.3 rad; ties keep the first of 0, +2 pi, -2 pi
     moved = th + _SHIFTS.reshape((3,) + (1,) * th.ndim)
-    return th + _SHIFTS[np.argmin(_outside(moved, lo, hi), 0)]
+    return th + _SHIFTS.take(_outside(moved, lo, hi).argmin(0))
 
 
 def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """How far (rad) each angle lies outside ``[lo, hi]``."""
-    return np.maximum(lo - th, 0) + np.maximum(th - hi, 0)
+    """How far (rad) each angle lies outside ``[lo, hi]`` (``lo <= hi``)."""
+    return np.maximum(np.maximum(lo - th, th - hi), 0)
+
+
+def _sum3(x: np.ndarray) -> np.ndarray:
+    """Sum over a last axis of 3, in numpy's order, without a reduction's overhead."""
+    return x[..., 0] + x[..., 1] + x[..., 2]
 
 
 def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray) -> np.ndarray:
     """Pick the candidate ``(..., 2, 3)`` least outside the limits, then nearest ``prev``."""
     lo, hi = lo[..., None, :], hi[..., None, :]
     cands = _into_range(cands, lo, hi)
-    cost = _outside(cands, lo, hi).sum(-1)
-    cost += 0.05 * np.abs(wrap(cands - prev[..., None, :])).sum(-1)
-    return np.where((np.argmin(cost, -1) == 0)[..., None], cands[..., 0, :], cands[..., 1, :])
+    cost = _sum3(_outside(cands, lo, hi)) + 0.05 * _sum3(np.abs(wrap(cands - prev[..., None, :])))
+    first = cost[..., :1] <= cost[..., 1:]  # as argmin: a tie keeps the first
+    return np.where(first, cands[..., 0, :], cands[..., 1, :])
 
 
 _PAIRS = np.array([[_K[a], _K[b]] for a, b in (
@@ -176,34 +180,28 @@ def _quiet():
         yield
 
 
-@dataclass
-class _Track:
-    samples: list = field(default_factory=list)  # (9,) measurements
-    lengths: np.ndarray | None = None  # frozen
-    angles: np.ndarray | None = None  # (20,) smoothed
-    arm_side: np.ndarray | None = None  # (2, 3) last bend direction of each upper arm
-    stamp: float = -np.inf
-    position: np.ndarray | None = None
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+def _estimate(samples: list, cfg: KinematicsConfig) -> tuple[np.ndarray, bool]:
+    """Lengths ``(9,)`` from a calibrating track's measurements; True when they freeze."""
+    s = np.asarray(samples).reshape(-1, 9)
+    counts = np.isfinite(s).sum(0)
+    with _quiet():
+        est = np.nanmedian(s, 0) if len(s) else np.full(9, np.nan)
+    known = np.isfinite(est)
+    if known.any():  # unmeasured lengths: the default proportions at the measured scale
+        scale = float(np.median(est[known] / _DEFAULT[known]))
+        est = np.where(known, est, _DEFAULT * scale)
+    else:
+        est = _DEFAULT.copy()
+    return est, bool((counts >= cfg.calibration_frames).all()
+                     or len(s) >= cfg.max_calibration_frames)
 
-    def current_lengths(self, cfg: KinematicsConfig) -> tuple[np.ndarray, bool]:
-        """Frozen lengths, or this far's estimate; True when they just froze."""
-        if self.lengths is not None:
-            return self.lengths, False
-        s = np.asarray(self.samples).reshape(-1, 9)
-        counts = np.isfinite(s).sum(0)
-        with _quiet():
-            est = np.nanmedian(s, 0) if len(s) else np.full(9, np.nan)
-        known = np.isfinite(est)
-        if known.any():  # unmeasured lengths: the default proportions at the measured scale
-            scale = float(np.median(est[known] / _DEFAULT[known]))
-            est = np.where(known, est, _DEFAULT * scale)
-        else:
-            est = _DEFAULT.copy()
-        if (counts >= cfg.calibration_frames).all() or len(s) >= cfg.max_calibration_frames:
-            self.lengths, self.samples = est, []
-            return est, True
-        return est, False
+
+#: Columns of a track's state row: smoothed angles, each upper arm's last bend direction, the
+#: stamp, position and velocity (camera frame), frozen lengths (NaN while calibrating).
+_ANGLES, _SIDES, _STAMP, _POS, _VEL, _LENGTHS = (
+    slice(0, 20), slice(20, 26), 26, slice(27, 30), slice(30, 33), slice(33, 42))
+_NEW_TRACK = np.r_[np.full(26, np.nan), -np.inf, np.full(3, np.nan), np.zeros(3),
+                   np.full(9, np.nan)]
 
 
 @dataclass
@@ -214,6 +212,7 @@ class KinematicsFrame:
     rows: np.ndarray  # (B,) rows of the People these came from
     position: np.ndarray  # (B, 3) body origin (hip centre), camera frame, m
     orientation: np.ndarray  # (B, 4) body_<id> axes in the camera frame, x y z w
+    rotation: np.ndarray  # (B, 3, 3) the same axes as matrix columns (x, y, z)
     velocity: np.ndarray  # (B, 3) m/s in body_<id> (TwistStamped.linear)
     joint_positions: np.ndarray  # (B, 20) rad, humanoid.JOINT_NAMES order
     measured: np.ndarray  # (B, 20) bool: solved this frame (else held from before / rest)
@@ -242,23 +241,30 @@ class BodyKinematics:
 
     def __init__(self, config: KinematicsConfig | None = None) -> None:
         self.config = config or KinematicsConfig()
-        self.tracks: dict[int, _Track] = {}
+        self.reset()
 
     def reset(self) -> None:
         """Forget every track."""
-        self.tracks.clear()
+        self._row: dict[int, int] = {}  # track id -> row of _state
+        self._state = np.zeros((0, len(_NEW_TRACK)))  # one row per track, see _NEW_TRACK
+        self._samples: dict[int, list] = {}  # calibrating tracks' length measurements
+
+    @property
+    def tracks(self) -> KeysView[int]:
+        """Return the ids of the tracks that have state."""
+        return self._row.keys()
 
     def urdf(self, track: int, body_id: str) -> str | None:
         """Return the URDF of ``track`` named ``body_id``, once its lengths are frozen."""
-        t = self.tracks.get(int(track))
-        if t is None or t.lengths is None:
-            return None
-        return humanoid_urdf(body_id, BoneLengths.from_array(t.lengths))
+        lengths = self.lengths(track)
+        return None if lengths is None else humanoid_urdf(body_id, lengths)
 
     def lengths(self, track: int) -> BoneLengths | None:
         """Return the frozen lengths of ``track`` (None while calibrating or unknown)."""
-        t = self.tracks.get(int(track))
-        return None if t is None or t.lengths is None else BoneLengths.from_array(t.lengths)
+        row = self._row.get(int(track))
+        if row is None or np.isnan(self._state[row, _LENGTHS][0]):
+            return None
+        return BoneLengths.from_array(self._state[row, _LENGTHS].copy())
 
     def update(self, ids: np.ndarray, xyz: np.ndarray | None, stamp: float,
                head: np.ndarray | None = None, head_valid: np.ndarray | None = None,
@@ -278,89 +284,89 @@ class BodyKinematics:
         ids = np.asarray(ids, np.int64).reshape(-1)
         if xyz is None or not len(ids):
             return _empty()
-        xyz = np.asarray(xyz, np.float64)
+        xyz = np.asarray(xyz)
         rot, ok = torso_axes(xyz)
         ok &= ids >= 0
-        rows = np.flatnonzero(ok)
+        rows = ok.nonzero()[0]
         if not len(rows):
             return _empty()
-        R = rot[rows]
-        pts = xyz[rows][:, _index()]
+        R = rot.take(rows, 0)
+        pts = xyz.take(rows, 0).take(_index(), 1).astype(np.float64, copy=False)
         origin = (pts[:, _K['left_hip']] + pts[:, _K['right_hip']]) / 2
-        local = np.einsum('bji,bkj->bki', R, pts - origin[:, None])  # R^T (p - o)
+        local = (pts - origin[:, None]) @ R  # R^T (p - o)
         head_b = None
         hv = np.zeros(len(rows), bool)
         have_head = head is not None and head_valid is not None and sellion is not None
         if have_head:
-            hv = np.asarray(head_valid, bool)[rows]
-            head_b = np.swapaxes(R, -1, -2) @ np.asarray(head, np.float64)[rows]
-        tracks = [self.tracks.setdefault(int(i), _Track()) for i in ids[rows]]
-        measured = None
-        if any(t.lengths is None for t in tracks):  # still calibrating: this frame's lengths
+            hv = np.asarray(head_valid, bool).take(rows)
+            head_b = R.swapaxes(-1, -2) @ np.asarray(head, np.float64).take(rows, 0)
+        tids = ids[rows].tolist()
+        new = [i for i in tids if i not in self._row]
+        if new:
+            self._row.update({i: len(self._state) + k for k, i in enumerate(new)})
+            self._state = np.concatenate([self._state, np.tile(_NEW_TRACK, (len(new), 1))])
+        slots = np.array([self._row[i] for i in tids], np.int64)
+        state = self._state.take(slots, 0)  # (B, 42)
+        lengths, new_urdf = state[:, _LENGTHS], []
+        calibrated = np.isfinite(lengths[:, 0])
+        if not calibrated.all():  # still calibrating: this frame's lengths
             sell_b = None
             if have_head:
                 sell_b = np.einsum('bji,bj->bi', R,
                                    np.asarray(sellion, np.float64)[rows] - origin)
                 sell_b[~hv] = np.nan
             measured = measure_lengths(local, head_b, sell_b)
-        new_urdf, lengths, calibrated = [], np.empty((len(rows), 9)), np.zeros(len(rows), bool)
-        for b, t in enumerate(tracks):
-            if t.lengths is None and np.isfinite(measured[b]).any():
-                t.samples.append(measured[b])
-            lengths[b], froze = t.current_lengths(cfg)
-            calibrated[b] = t.lengths is not None
-            if froze:
-                new_urdf.append(int(ids[rows[b]]))
+            for b in np.flatnonzero(~calibrated):
+                samples = self._samples.setdefault(tids[b], [])
+                if np.isfinite(measured[b]).any():
+                    samples.append(measured[b])
+                lengths[b], calibrated[b] = _estimate(samples, cfg)
+                if calibrated[b]:
+                    self._state[slots[b], _LENGTHS] = lengths[b]
+                    del self._samples[tids[b]]
+                    new_urdf.append(tids[b])
 
-        prev = np.stack([t.angles if t.angles is not None else _NAN20 for t in tracks])
-        last = np.stack([t.arm_side if t.arm_side is not None else _NAN23 for t in tracks])
+        prev, last = state[:, _ANGLES], state[:, _SIDES].reshape(-1, 2, 3)
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
         out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
         out = clamp(out, LOWER, UPPER)
-        dt = stamp - np.array([t.stamp for t in tracks])
+        dt = stamp - state[:, _STAMP]
         moved = dt > 0
-        with np.errstate(invalid='ignore', divide='ignore'):
-            if cfg.smoothing > 0:  # between two angles within the limits
-                a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
-                out = np.where((moved & np.isfinite(prev[:, 0]))[:, None],
-                               prev + a * (out - prev), out)
-            pos = np.stack([t.position if t.position is not None else _NAN3 for t in tracks])
-            vel = np.stack([t.velocity for t in tracks])
-            raw = (origin - pos) / dt[:, None]
-            a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] \
-                if cfg.velocity_smoothing else 1
-            vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
+        pos, vel = state[:, _POS], state[:, _VEL]
+        if cfg.smoothing > 0:  # between two angles within the limits
+            a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
+            out = np.where((moved & np.isfinite(prev[:, 0]))[:, None], prev + a * (out - prev),
+                           out)
+        raw = (origin - pos) / np.where(moved, dt, np.inf)[:, None]  # (used where moved)
+        a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] if cfg.velocity_smoothing else 1
+        vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
         velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
-        kept, pos = out.copy(), origin.copy()
-        for b, t in enumerate(tracks):
-            t.angles, t.arm_side, t.velocity, t.position = kept[b], sides[b], vel[b], pos[b]
-            t.stamp = stamp
+        self._state[slots, :_LENGTHS.start] = np.concatenate(
+            [out, sides.reshape(-1, 6), np.full((len(rows), 1), float(stamp)), origin, vel], 1)
         local = joint_transforms(lengths, out)
-        return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), velocity, out,
+        return KinematicsFrame(ids[rows], rows, origin, matrix_to_quat(R), R, velocity, out,
                                solved, lengths, calibrated, local, new_urdf)
 
     def _forget(self, stamp: float, live: np.ndarray | None) -> None:
-        keep = None if live is None else {int(i) for i in np.asarray(live).reshape(-1)}
-        for i in list(self.tracks):
-            if (keep is not None and i not in keep) or \
-                    stamp - self.tracks[i].stamp > self.config.forget:
-                del self.tracks[i]
+        keep = stamp - self._state[:, _STAMP] <= self.config.forget
+        if live is not None:
+            alive = set(np.asarray(live).reshape(-1).tolist())
+            if not self._row.keys() <= alive:
+                keep &= np.array([i in alive for i in self._row], bool).reshape(-1)
+        if keep.all():
+            return
+        ids = list(self._row)
+        rows = np.flatnonzero(keep)
+        self._row = {ids[r]: k for k, r in enumerate(rows)}
+        self._state = self._state[rows]
+        self._samples = {i: v for i, v in self._samples.items() if i in self._row}
 
 
 def _empty() -> KinematicsFrame:
     z = np.zeros
-    return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3)),
-                           z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
+    return KinematicsFrame(z(0, np.int64), z(0, np.int64), z((0, 3)), z((0, 4)), z((0, 3, 3)),
+                           z((0, 3)), z((0, 20)), z((0, 20), bool), z((0, 9)), z(0, bool),
                            z((0, len(LINK_NAMES) - 1, 4, 4)), [])
-
-
-def _bend_side(u: np.ndarray, f: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """Return the direction the next segment bends to (``fallback`` while nearly straight)."""
-    perp = f - (f * u).sum(-1, keepdims=True) * u
-    n = np.sqrt((perp * perp).sum(-1, keepdims=True))
-    w = 0.1 * clamp(1 - n / 0.1, 0, 1)
-    fb = unit(fallback - (fallback * u).sum(-1, keepdims=True) * u)
-    return perp + w * fb
 
 
 #: Keypoints (root, middle, end) of the left and right arms, then legs.
@@ -377,6 +383,9 @@ _LO, _HI = LOWER[_COLS], UPPER[_COLS]
 _BEND_SIGN = np.array([1.0, 1, -1, -1])[:, None]  # legs: the shin bends to -x
 _FWD = np.array([1.0, 0, 0])
 _ROLL = np.array([1.0, -1.0])
+_ONES9, _EYE3 = np.ones(9), np.eye(3)
+#: Joint angles from the chains' (15), the elbows' and knees' (4), the waist's
+_ORDER = np.argsort(np.r_[_COLS.ravel(), _MIDDLE, _J['waist']])
 
 
 def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
@@ -384,45 +393,48 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     """
     Joint angles ``(B, 20)``, which were solved ``(B, 20)``, each arm's bend ``(B, 2, 3)``.
 
-    ``last (B, 2, 3)``: each upper arm's last bend direction (NaN: none yet).
+    Angles not solved are any value (NaN included). ``prev (B, 20)``: the track's last angles
+    (NaN: a new track); ``last (B, 2, 3)``: each upper arm's last bend direction (NaN: none).
     """
     B = len(local)
-    angles = np.zeros((B, 20))
-    solved = np.zeros((B, 20), bool)
-    has_prev = np.isfinite(prev).all(1)
+    has_prev = np.isfinite(prev[:, 0])  # a track's angles are all finite or all NaN
     last = np.where(np.isfinite(last), last, _FWD)  # (B, 2, 3)
-    pts = local[:, _LIMBS]  # (B, 4, 3, 3): arms then legs, both sides at once
-    root, mid, end = pts[:, :, 0], pts[:, :, 1], pts[:, :, 2]
-    u, f = unit(mid - root), unit(end - mid)
-    toes = local[:, _TOES].mean(2) - end[:, 2:]
+    pts = local.take(_LIMBS, 1)  # (B, 4, 3, 3): arms then legs, both sides at once
+    uf = unit(pts[:, :, 1:] - pts[:, :, :2])  # (B, 4, 2, 3): the upper and lower segments
+    u, f = uf[:, :, 0], uf[:, :, 1]
+    toes = local.take(_TOES, 1)
+    toes = (toes[:, :, 0] + toes[:, :, 1]) / 2 - pts[:, 2:, 2]
     foot = np.where(np.isfinite(toes), toes, _FWD)
+    # the bend: the lower segment off the upper one's line; while nearly straight, the fallback
+    # off it too (the arm's last bend, the leg's foot)
+    g = np.concatenate([f[:, :, None], np.concatenate([last, -foot], 1)[:, :, None]], 2)
+    g = g - dot(g, u[:, :, None]) * u[:, :, None]
+    n = np.sqrt(dot(g, g))  # (B, 4, 2, 1)
+    w = 0.1 * clamp(1 - n[:, :, 0] / 0.1, 0, 1)
+    bend = g[:, :, 0] + w * (g[:, :, 1] / np.maximum(n[:, :, 1], 1e-9))
     # arms: R = Rz(-r y) Rx(r p) Rz(r roll): the upper arm along -z, the elbow bends to +x;
-    # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x
-    bend = _bend_side(u, f, np.concatenate([last, -foot], 1))
-    m = frames(-u, _BEND_SIGN * bend)[..., [1, 2, 0]]
-    ok = np.isfinite(m).all((-1, -2))  # (B, 4)
+    # legs: R = Rz(-y) Rx(r p) Ry(-flex): the thigh along -z, the shin bends to -x. Each
+    # limb's frame, columns: the bend side s (already across the aim), a x s, the aim a = -u
+    a = -u
+    s_ = unit(_BEND_SIGN * bend)
+    m = columns(s_, cross(a, s_), a)
+    ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
-    hm = np.eye(3)[None] if head is None else np.where(np.isnan(head), 0.0, head)
+    hm = _EYE3 + np.zeros((B, 1, 1)) if head is None else np.where(np.isnan(head), 0.0, head)
     # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-    cand = _euler(np.concatenate([m, np.broadcast_to(hm, (B, 3, 3))[:, None]], 1))
-    p = np.where(has_prev[:, None, None], prev[:, _COLS], 0.0)  # (B, 5, 3)
+    cand = _euler(np.concatenate([m, hm[:, None]], 1))
+    p = np.where(has_prev[:, None, None], prev.take(_COLS, 1), 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
-    ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
-    th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
-    sides = np.where(ok[:, :2, None], unit(bend[:, :2]), last)
-    bent = np.arccos(clamp((u * f).sum(-1), -1, 1))
-    if head is None or not head_valid.any():
-        th, cols = th[:, :4], _COLS[:4]
-    else:
-        cols = _COLS
-        solved[:, _HEAD] = head_valid[:, None]
-    angles[:, cols] = th
-    angles[:, _MIDDLE] = bent * _BEND_SIGN[:, 0]
-    solved[:, _COLS[:4]] = ok[..., None]
-    solved[:, _MIDDLE] = ok
-    solved[:, _J['waist']] = True  # the body frame follows the torso: always 0
-    angles = np.where(np.isfinite(angles), angles, 0.0)
-    return angles, solved, sides
+    if (np.abs(np.sin(th[:, :2, 1])) < 0.1).any():  # an arm near straight down
+        ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
+        th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
+    sides = np.where(ok[:, :2, None], s_[:, :2], last)  # (the arms' bend sign is +1)
+    bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
+    # the body frame follows the torso: the waist is always 0, and solved
+    angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGN[:, 0], np.zeros((B, 1))], 1)
+    solved = np.concatenate([ok.repeat(3, 1), head_valid[:, None].repeat(3, 1), ok,
+                             np.ones((B, 1), bool)], 1)
+    return angles.take(_ORDER, 1), solved.take(_ORDER, 1), sides
 
 
 def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
@@ -435,8 +447,6 @@ def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
     ``m (..., 3, 3)``; ``r (...,)``: +1 left arm, -1 right arm (broadcast).
     """
     near = np.abs(np.sin(th[..., 1])) < 0.1
-    if not near.any():
-        return th
     w = np.abs(np.sin(th[near, 1])) / 0.1
     yaw = yaw_ref[near] + w * wrap(th[near, 0] - yaw_ref[near])
     r = np.broadcast_to(r, near.shape)[near]

@@ -44,13 +44,14 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import clamp, cross, frames, matrix_to_quat, slerp_matrices, unit
+from .geometry import clamp, cross, dot, frames, matrix_to_quat, slerp_matrices, unit
 from ..models.metadata import keypoint_info
 
 #: Rotation of VRM model space in ``body_<id>``: columns are the model's X, Y, Z in body axes.
 MODEL_FROM_BODY = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])
 
 _X, _Y, _Z = np.eye(3)
+_EYE3, _ONES3 = np.eye(3), np.ones(3)
 _S2 = np.sqrt(0.5)
 
 
@@ -163,11 +164,11 @@ class _Stage:
     sides: slice  # of _Plan.pairs' sides: the 'bend' bones' next segments, the 'points' sides
     bend: int  # the first ``bend`` bones are 'bend' bones, the rest 'points' or 'parent'
     points: bool  # the rest are 'points' bones (else 'parent')
-    fallback: np.ndarray  # (bend,) the bone whose axis serves a straight bend bone
-    fallback_axis: np.ndarray  # (bend, 3) that axis in the fallback's measured frame
+    #: (n - points * (n - bend),) rows of _Plan.bones whose frame gives an axis: each bend
+    #: bone's fallback (the axis that serves while straight), each 'parent' bone's parent
+    source: np.ndarray
+    axis: np.ndarray  # (len(source), 3) that axis in the source's measured frame
     side_rest: np.ndarray  # (bend, 3) the bend bones' side at rest (fallback not measured)
-    parent: np.ndarray  # (n - bend,) parents of the 'parent' bones
-    parent_axis: np.ndarray  # (n - bend, 3) their side axis in the parent's measured frame
     hold: np.ndarray  # (n,) where an unmeasured bone's global comes from (N: identity)
 
 
@@ -176,7 +177,9 @@ class _Plan:
     """The bones measured from keypoints, in stages; the rest follow from them."""
 
     bones: np.ndarray  # (M,) bone indices, stage after stage
-    pairs: np.ndarray  # (M + S, 2) points from / to: each bone's aim, then the stages' sides
+    #: (M + S, 4) keypoints: each bone's aim, then the stages' sides, from the mean of the
+    #: first two to the mean of the last two
+    ends: np.ndarray
     stages: tuple[_Stage, ...]
     rest_t: np.ndarray  # (M, 3, 3) transposed rest frames of ``bones``
 
@@ -208,20 +211,23 @@ def _plan() -> _Plan:
         hold = [len(BONES) if b.mode == 'points' or b.parent not in depth else _B[b.parent]
                 for b in bs]
         n_sides = len(bend) + (len(rest_bs) if 'points' in modes else 0)
+        row = {b.name: i for i, b in enumerate(order)}
         stages.append(_Stage(
             slice(len(order), len(order) + len(bs)), slice(len(sides), len(sides) + n_sides),
             len(bend), 'points' in modes,
-            np.array([_B[b.fallback] for b in bend], np.int64),
-            np.array([rest[_B[b.fallback]].T @ b.side_rest for b in bend]).reshape(-1, 3),
+            np.array([row[b.fallback] for b in bend] + [row[b.parent] for b in par], np.int64),
+            np.array([rest[_B[b.fallback]].T @ b.side_rest for b in bend]
+                     + [rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 3),
             np.array([b.side_rest for b in bend], np.float64).reshape(-1, 3),
-            np.array([_B[b.parent] for b in par], np.int64),
-            np.array([rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 3),
             np.array(hold, np.int64)))
         order += bs
         sides += [[p[b.side[0]], p[b.side[1]]] for b in bs if b.mode in ('bend', 'points')]
     bones = np.array([_B[b.name] for b in order], np.int64)
+    ext = _extension()
     pairs = np.array([[p[b.aim[0]], p[b.aim[1]]] for b in order] + sides)
-    return _Plan(bones, pairs, tuple(stages), np.swapaxes(rest[bones], -1, -2).copy())
+    ends = np.stack([ext[0][pairs[:, 0]], ext[1][pairs[:, 0]], ext[0][pairs[:, 1]],
+                     ext[1][pairs[:, 1]]], -1)
+    return _Plan(bones, ends, tuple(stages), np.swapaxes(rest[bones], -1, -2).copy())
 
 
 @cache
@@ -238,6 +244,41 @@ def _derived_bones() -> tuple[list[int], list[int], list[int], np.ndarray, list[
     return ([_B[b.name] for b in sl], [_B[b.aim[0]] for b in sl], [_B[b.aim[1]] for b in sl],
             np.array([b.t for b in sl]), [_B[b.name] for b in rest],
             [_B[b.parent] for b in rest])
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Rows of rig_pose's work array: measured bones (plan order), identity, head, the rest."""
+
+    rows: int
+    bones: np.ndarray  # (N,) each bone's row
+    head: int
+    chest: int  # upperChest's row
+    slerp: slice  # the slerped bones' rows
+    lo: np.ndarray  # rows they slerp from and to, and how far
+    hi: np.ndarray
+    t: np.ndarray
+    rest: slice  # the rest bones' rows
+    rest_parents: np.ndarray  # their parents' rows
+    hold: tuple[np.ndarray, ...]  # per stage: the rows unmeasured bones hold (identity: M)
+
+
+@cache
+def _layout() -> _Layout:
+    """Return the rows of :func:`rig_pose`'s work array."""
+    plan = _plan()
+    M = len(plan.bones)
+    sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
+    order = list(plan.bones) + [len(BONES), _B['head']] + sl + rest_bones  # identity: N
+    row = {int(b): i for i, b in enumerate(order)}
+
+    def rows(bones) -> np.ndarray:
+        return np.array([row[int(b)] for b in bones], np.int64)
+
+    return _Layout(len(order), rows(range(len(BONES))), row[_B['head']], row[_B['upperChest']],
+                   slice(M + 2, M + 2 + len(sl)), rows(lo), rows(hi), t,
+                   slice(M + 2 + len(sl), len(order)), rows(rest_parents),
+                   tuple(rows(st.hold) for st in plan.stages))
 
 
 @cache
@@ -270,75 +311,69 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     VRM bone rotations of bodies from camera-frame keypoints ``xyz (B, 308, 3)``.
 
     ``rotation (B, 3, 3)`` and ``origin (B, 3)``: ``body_<id>`` in the camera frame (the
-    :class:`~.kinematics.KinematicsFrame` ``orientation`` as a matrix and ``position``);
-    ``head (B, 3, 3)`` and ``head_valid (B,)``: the faces' axes in the camera frame.
+    :class:`~.kinematics.KinematicsFrame` ``orientation`` as a matrix and ``position``; the
+    bones' directions do not depend on the origin); ``head (B, 3, 3)`` and ``head_valid
+    (B,)``: the faces' axes in the camera frame.
     """
-    xyz = np.asarray(xyz, np.float64)
-    B, N = len(xyz), len(BONES)
+    B = len(xyz)
     plan = _plan()
     model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY  # model axes in the camera
-    pts = (xyz - np.asarray(origin, np.float64)[:, None]) @ model  # (B, 308, 3) model space
-    ext = _extension()  # the derived points are midpoints
-    ends = (pts[:, ext[0][plan.pairs]] + pts[:, ext[1][plan.pairs]]) / 2  # (B, M + S, 2, 3)
-    d = ends[:, :, 1] - ends[:, :, 0]
+    e = np.asarray(xyz).take(plan.ends, 1).astype(np.float64, copy=False)  # (B, M + S, 4, 3)
+    d = ((e[:, :, 2] + e[:, :, 3]) - (e[:, :, 0] + e[:, :, 1])) @ (model / 2)
     M = len(plan.bones)
-    aim, side_pts = unit(d[:, :M]), d[:, M:]  # (B, M, 3), (B, S, 3)
-    # F: each measured bone's frame, columns aim, side, aim x side (model space)
-    F = np.empty((B, N, 3, 3))
-    valid = np.zeros((B, N), bool)
+    aim, side_pts = unit(d[:, :M]), d[:, M:]  # (B, M, 3), (B, S, 3) model space
+    # F: each measured bone's frame (plan order), columns aim, side, aim x side (model space)
+    F = np.empty((B, M, 3, 3))
+    measured = np.empty((B, M), bool)
     for st in plan.stages:
-        idx = plan.bones[st.rows]
         a = aim[:, st.rows]
-        parts = []
-        if st.bend:
-            # the next segment's direction off this one; the fallback bone's axis when straight
-            nxt = unit(side_pts[:, st.sides][:, :st.bend])
-            u = a[:, :st.bend]
-            perp = nxt - (nxt * u).sum(-1, keepdims=True) * u
-            fb = (F[:, st.fallback] @ st.fallback_axis[:, :, None])[..., 0]
-            fb = np.where(valid[:, st.fallback, None], fb, st.side_rest)  # else: rest axis
-            fb = unit(fb - (fb * u).sum(-1, keepdims=True) * u)
-            n = np.sqrt((perp * perp).sum(-1, keepdims=True))
-            parts.append(perp + 0.1 * clamp(1 - n / 0.1, 0, 1) * fb)
+        if len(st.source):  # the sources' axes
+            ax = (F.take(st.source, 1) @ st.axis[:, :, None])[..., 0]
         if st.points:
-            parts.append(side_pts[:, st.sides])
-        elif len(st.parent):  # the parent's axis
-            parts.append((F[:, st.parent] @ st.parent_axis[:, :, None])[..., 0])
-        side = parts[0] if len(parts) == 1 else np.concatenate(parts, 1)
-        s = unit(side - (side * a).sum(-1, keepdims=True) * a)
-        cur = np.stack([a, s, cross(a, s)], -1)
-        F[:, idx] = cur
-        ok = np.isfinite(cur).all((-1, -2))
-        if len(st.parent):
-            ok[:, st.bend:] &= valid[:, st.parent]
-        valid[:, idx] = ok
-    G = np.empty((B, N + 1, 3, 3))  # the last: identity, what unmeasured 'points' bones hold
-    G[:] = np.eye(3)
-    G[:, plan.bones] = F[:, plan.bones] @ plan.rest_t
-    if not valid[:, plan.bones].all():  # unmeasured bones hold their parent's global
-        for st in plan.stages:
-            idx = plan.bones[st.rows]
-            G[:, idx] = np.where(valid[:, idx, None, None], G[:, idx], G[:, st.hold])
-    hb, uc = _B['head'], _B['upperChest']
+            side = side_pts[:, st.sides]
+        elif st.bend:
+            # the next segment's direction off this one; the fallback bone's axis when straight
+            u = a[:, :st.bend]
+            nxt = unit(side_pts[:, st.sides])
+            perp = nxt - dot(nxt, u) * u
+            fb = np.where(measured[:, st.source[:st.bend], None], ax[:, :st.bend],
+                          st.side_rest)  # else: rest axis
+            fb = unit(fb - dot(fb, u) * u)
+            w = 0.1 * clamp(1 - np.sqrt(dot(perp, perp)) / 0.1, 0, 1)
+            side = np.concatenate([perp + w * fb, ax[:, st.bend:]], 1)
+        else:  # the parent's axis
+            side = ax
+        s = unit(side - dot(side, a) * a)
+        F[:, st.rows, :, 0], F[:, st.rows, :, 1], F[:, st.rows, :, 2] = a, s, cross(a, s)
+        ok = np.isfinite(s @ _ONES3)  # s is finite (it is NaN where a is)
+        if not st.points:  # and the 'parent' bones' parents measured
+            ok[:, st.bend:] &= measured[:, st.source[st.bend:]]
+        measured[:, st.rows] = ok
+    # W: globals in _layout's rows (measured bones, identity, head, slerped, rest); V: valid
+    L = _layout()
+    W, V = np.empty((B, L.rows, 3, 3)), np.zeros((B, L.rows), bool)
+    W[:, :M], W[:, M], V[:, :M] = F @ plan.rest_t, _EYE3, measured
+    if not measured.all():  # unmeasured bones hold their parent's global
+        for st, hold in zip(plan.stages, L.hold, strict=True):
+            W[:, st.rows] = np.where(measured[:, st.rows, None, None], W[:, st.rows],
+                                     W.take(hold, 1))
     if head is not None and head_valid is not None:
-        h = np.swapaxes(model, -1, -2) @ np.asarray(head, np.float64) @ MODEL_FROM_BODY
+        h = model.swapaxes(-1, -2) @ np.asarray(head, np.float64) @ MODEL_FROM_BODY
         hv = np.asarray(head_valid, bool)
-        G[:, hb] = np.where(hv[:, None, None], h, G[:, uc])
-        valid[:, hb] = hv
+        W[:, L.head], V[:, L.head] = np.where(hv[:, None, None], h, W[:, L.chest]), hv
     else:
-        G[:, hb] = G[:, uc]
-    sl, lo, hi, t, rest_bones, rest_parents = _derived_bones()
-    G[:, sl] = slerp_matrices(G[:, lo], G[:, hi], np.broadcast_to(t, (B, len(t))))
-    valid[:, sl] = valid[:, lo] & valid[:, hi]
-    G[:, rest_bones], valid[:, rest_bones] = G[:, rest_parents], valid[:, rest_parents]
-    G = G[:, :N]
-    PG = G[:, _parents()]
-    PG[:, 0] = np.eye(3)  # the hips' parent is model space
-    local = np.swapaxes(PG, -1, -2) @ G
+        W[:, L.head] = W[:, L.chest]
+    W[:, L.slerp] = slerp_matrices(W.take(L.lo, 1), W.take(L.hi, 1), L.t)
+    V[:, L.slerp] = V.take(L.lo, 1) & V.take(L.hi, 1)
+    W[:, L.rest], V[:, L.rest] = W.take(L.rest_parents, 1), V.take(L.rest_parents, 1)
+    G, valid = W.take(L.bones, 1), V.take(L.bones, 1)
+    PG = G.take(_parents(), 1)
+    PG[:, 0] = _EYE3  # the hips' parent is model space
+    local = PG.swapaxes(-1, -2) @ G
     q = matrix_to_quat(local)
     if not valid.all():  # bones at rest: their globals follow from their parents'
         q[~valid] = (0, 0, 0, 1)
-        G = rig_globals(np.where(valid[..., None, None], local, np.eye(3)))
+        G = rig_globals(np.where(valid[..., None, None], local, _EYE3))
     return RigPose(q, G, valid)
 
 
