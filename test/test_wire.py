@@ -24,8 +24,8 @@ pytest.importorskip('rclpy')
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402, I100
 from sapiens_ros.core.errors import FrameError  # noqa: E402
 from sapiens_ros.core.media.image_codec import decode_message  # noqa: E402
-from sapiens_ros.ros.array_msgs import byte_array, image_msg, pointcloud2  # noqa: E402
 from sapiens_ros.ros import wire  # noqa: E402
+from sapiens_ros.ros.array_msgs import byte_array, image_msg, pointcloud2  # noqa: E402
 from sapiens_ros.ros.wire import read_image, serialize  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402

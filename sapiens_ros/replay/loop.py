@@ -66,11 +66,11 @@ from ..ros.qos import HRI_LATCHED_QOS, LATCHED_QOS, output_qos, TF_QOS
 from ..ros.render_plan import MessageOptions, render_request
 from ..ros.stamps import stamp_seconds
 from ..ros.tf_frames import TF_TOPIC
-from ..ros.wire import serialize
 from ..ros.topic_types import optional_outputs, TOPIC_TYPES
 from ..ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, LABEL_INFO_TOPIC, OUTPUT_TASK,
                           TASK_OUTPUTS, task_outputs, tasks_for)
 from ..ros.vision_messages import label_info_msg, LabelInfo, VISION_MSGS_ERROR
+from ..ros.wire import serialize
 from ..ros.world_persons import MARKERS_TOPIC
 
 log = logging.getLogger(__name__)

@@ -205,7 +205,7 @@ def as_buffer(values: np.ndarray) -> array.array:
 
 
 def _copied(values: np.ndarray) -> array.array:
-    """A new ``array('B')`` of C-contiguous ``values``' bytes: one copy, no zero fill first."""
+    """Return a new ``array('B')`` of C-contiguous ``values``' bytes (one copy, no zero fill)."""
     buf = array.array('B')
     buf.frombytes(memoryview(values.reshape(-1).view(np.uint8)))
     return buf
