@@ -128,8 +128,17 @@ def test_serialize_writes_what_rclpy_writes(frame_id, make, monkeypatch):
     uninitialised.
     """
     monkeypatch.setattr(wire, 'SPLICE_MIN_BYTES', 0)
+    sent = []  # the data length of each message wire.serialize hands to rclpy
+
+    def recorded(message):
+        sent.append(len(getattr(message, 'data', ())))
+        return serialize_message(message)
+
+    monkeypatch.setattr(wire, 'serialize_message', recorded)
     msg = make(frame_id)
     ours, theirs = serialize(msg), serialize_message(msg)
+    if isinstance(msg, (Image, CompressedImage, PointCloud2)):
+        assert sent == [0]  # spliced: rclpy wrote the data-less message only
     assert isinstance(ours, bytes) and len(ours) == len(theirs)
     back = deserialize_message(ours, type(msg))
     assert back == msg

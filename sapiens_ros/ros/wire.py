@@ -48,6 +48,8 @@ from ..core.media.image_codec import check_pixels
 #: Encapsulation ids (the first two bytes): CDR and PLAIN_CDR2, big and little endian. Image and
 #: CompressedImage are final types of 4-byte-or-smaller fields, laid out alike in both.
 _BYTE_ORDER = {b'\x00\x00': '>', b'\x00\x01': '<', b'\x00\x06': '>', b'\x00\x07': '<'}
+#: Plain CDR (XCDR1) only, for writing: the layout :func:`serialize` splices into.
+_CDR1_ORDER = {b'\x00\x00': '>', b'\x00\x01': '<'}
 #: Bytes after ``data`` in the serialised message (fields of one byte: no padding before them).
 _AFTER_DATA = {Image: 0, CompressedImage: 0, PointCloud2: 1}  # PointCloud2: is_dense
 #: Below this much data rclpy's three copies cost less than serialising the message twice.
@@ -139,7 +141,6 @@ def read_image(raw: bytes, compressed: bool = False,
 
 def _deserialised(raw: bytes, compressed: bool, max_pixels: int | None):
     from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import CompressedImage, Image
 
     msg = deserialize_message(raw, CompressedImage if compressed else Image)
     if not compressed:
@@ -153,10 +154,10 @@ def serialize(msg) -> bytes:
 
     ``Image``, ``CompressedImage`` and ``PointCloud2`` whose ``data`` is a buffer (what
     :mod:`.array_msgs` builds, and rclpy keeps) of :data:`SPLICE_MIN_BYTES` or more take the
-    one-copy path; any other message, and any other representation than CDR and XCDR2, goes
-    through rclpy. The bytes are rclpy's but
-    for CDR's alignment padding, which Fast CDR leaves uninitialised and this leaves as rclpy
-    wrote it in the data-less message.
+    one-copy path; any other message, and any other representation than plain CDR (XCDR2 may
+    carry sizes ahead of the data), goes through rclpy. The bytes are rclpy's but for CDR's
+    alignment padding, which Fast CDR leaves uninitialised and this leaves as rclpy wrote it in
+    the data-less message.
     """
     after = _AFTER_DATA.get(type(msg))
     data = msg.data if after is not None else None
@@ -167,7 +168,7 @@ def serialize(msg) -> bytes:
     rest = {name: getattr(msg, name) for name in msg.get_fields_and_field_types()
             if name != 'data'}
     head = serialize_message(type(msg)(**rest))  # the same fields, data empty
-    order = _BYTE_ORDER.get(head[:2])
+    order = _CDR1_ORDER.get(head[:2])
     if order is None:
         return serialize_message(msg)
     length = len(head) - after - 4  # where data's length (0 here) was written
