@@ -41,8 +41,6 @@ import shutil
 import threading
 import time
 
-from rclpy.serialization import serialize_message
-
 from .camera_infos import CameraInfos
 from .decode import decode_item, DEFAULT_MAX_PIXELS, fallback_header, FrameItem
 from .hri import BagHri
@@ -72,6 +70,7 @@ from ..ros.topic_types import optional_outputs, TOPIC_TYPES
 from ..ros.topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, LABEL_INFO_TOPIC, OUTPUT_TASK,
                           TASK_OUTPUTS, task_outputs, tasks_for)
 from ..ros.vision_messages import label_info_msg, LabelInfo, VISION_MSGS_ERROR
+from ..ros.wire import serialize
 from ..ros.world_persons import MARKERS_TOPIC
 
 log = logging.getLogger(__name__)
@@ -254,7 +253,7 @@ class Replayer:
                 if topic in bag.connections:
                     continue  # carried over from the resumed bag
                 bag.add(topic, msgtype_of(type(msg)), bag_qos(LATCHED_QOS))
-                bag.write(topic, time_ns, serialize_message(msg))
+                bag.write(topic, time_ns, serialize(msg))
 
     # ------------------------------------------------------------------ run
     def run(self) -> Summary:
@@ -496,7 +495,7 @@ class Replayer:
         for topic in self.topics:
             record = error_record(fallback_header(time_ns), topic, position.get(topic, 0),
                                   time_ns, reason, 'input')
-            out.write(self.errors, time_ns, serialize_message(record))
+            out.write(self.errors, time_ns, serialize(record))
 
     def _people_messages(self, item: FrameItem, result, people, image) -> list:
         """Return the world's and the REP-155 messages of one processed frame with people."""
@@ -518,7 +517,7 @@ class Replayer:
                 self._unwritable.add(topic)
                 return
             out.add(topic, msgtype, bag_qos(_qos_of(topic)))
-        out.write(topic, time_ns, serialize_message(msg))
+        out.write(topic, time_ns, serialize(msg))
 
     def _write_frame(self, out: OutputBag, item: FrameItem,
                      outcome: FrameOutcome | None) -> None:
@@ -535,7 +534,7 @@ class Replayer:
                 camera = self.pointmap_cameras.setdefault(item.topic, PointmapCamera())
                 msgs = build_messages(item.header, result, self.messages, image, people,
                                       camera=camera)
-                data = {s: serialize_message(m) for s, m in msgs.items() if s in self.suffixes}
+                data = {s: serialize(m) for s, m in msgs.items() if s in self.suffixes}
             except Exception as exc:  # noqa: BLE001 - a failing callback or a rejected result
                 item.error, item.kind = f'building messages failed: {exc}', 'internal'
             else:
@@ -551,7 +550,7 @@ class Replayer:
                 return
         record = error_record(item.header, item.topic, item.index, item.time_ns, item.error,
                               item.kind)
-        out.write(self.errors, item.time_ns, serialize_message(record))
+        out.write(self.errors, item.time_ns, serialize(record))
         self.summary.failed += 1
         self.summary.failures[item.kind] += 1
         log.debug('frame %d of %s failed: %s', item.index, item.topic, item.error)

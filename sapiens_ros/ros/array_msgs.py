@@ -24,6 +24,7 @@ host arrays already live in such buffers (``core.processing.hostbuf``), so this 
 from __future__ import annotations
 
 import array
+import functools
 import sys
 
 import numpy as np
@@ -74,14 +75,21 @@ def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
     return msg
 
 
+@functools.lru_cache(maxsize=64)
+def _field_layout(dtype: np.dtype) -> tuple[tuple[str, int, int], ...]:
+    """``(name, offset, PointField datatype)`` of each field of a record dtype."""
+    out = []
+    for name in dtype.names:
+        dt, offset = dtype.fields[name][:2]
+        out.append((name, offset, _FIELD_TYPES[dt.newbyteorder('=')]))
+    return tuple(out)
+
+
 def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
                 width: int | None = None, dense: bool | None = None) -> PointCloud2:
     """``PointCloud2`` whose fields are the structured array's fields, packed with one copy."""
-    fields = []
-    for name in points.dtype.names:
-        dt, offset = points.dtype.fields[name][:2]
-        kind = _FIELD_TYPES[dt.newbyteorder('=')]
-        fields.append(PointField(name=name, offset=offset, datatype=kind, count=1))
+    fields = [PointField(name=name, offset=offset, datatype=kind, count=1)
+              for name, offset, kind in _field_layout(points.dtype)]
     width = int(points.size // max(height, 1)) if width is None else int(width)
     if dense is None:
         dense = not any(np.isnan(points[n]).any() for n in points.dtype.names

@@ -13,7 +13,9 @@
 # limitations under the License.
 
 """
-Camera images read straight from their serialised (CDR) bytes: a size check before any copy.
+Images and clouds to and from their serialised (CDR) bytes with as few copies as can be.
+
+Reading: camera images straight from their serialised bytes, a size check before any copy.
 
 The node subscribes to images with ``raw=True``, so rclpy hands over the serialised message
 instead of deserialising it. :func:`read_image` reads the header and the few scalar fields in
@@ -22,14 +24,22 @@ place and refuses an image over ``max_pixels`` before its pixels are touched; an
 own deserialisation copies the pixels twice, into a C struct and then into an ``array.array``).
 Plain CDR and XCDR2 in either byte order are read here; any other representation falls back to
 ``rclpy.serialization.deserialize_message``.
+
+Writing: :func:`serialize` is ``rclpy.serialization.serialize_message`` with one copy of a bulk
+message's ``data`` where rclpy makes three (into the C message, into the CDR buffer, into the
+returned ``bytes``): rclpy serialises the message without its data (a few hundred bytes) and the
+data is spliced in by one ``bytes.join``.
 """
 
 from __future__ import annotations
 
+import array
 from dataclasses import dataclass
 import struct
 
 from builtin_interfaces.msg import Time
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import CompressedImage, Image, PointCloud2
 from std_msgs.msg import Header
 
 from ..core.errors import FrameError
@@ -38,6 +48,12 @@ from ..core.media.image_codec import check_pixels
 #: Encapsulation ids (the first two bytes): CDR and PLAIN_CDR2, big and little endian. Image and
 #: CompressedImage are final types of 4-byte-or-smaller fields, laid out alike in both.
 _BYTE_ORDER = {b'\x00\x00': '>', b'\x00\x01': '<', b'\x00\x06': '>', b'\x00\x07': '<'}
+#: Plain CDR (XCDR1) only, for writing: the layout :func:`serialize` splices into.
+_CDR1_ORDER = {b'\x00\x00': '>', b'\x00\x01': '<'}
+#: Bytes after ``data`` in the serialised message (fields of one byte: no padding before them).
+_AFTER_DATA = {Image: 0, CompressedImage: 0, PointCloud2: 1}  # PointCloud2: is_dense
+#: Below this much data rclpy's three copies cost less than serialising the message twice.
+SPLICE_MIN_BYTES = 64 << 10
 
 
 @dataclass
@@ -125,9 +141,36 @@ def read_image(raw: bytes, compressed: bool = False,
 
 def _deserialised(raw: bytes, compressed: bool, max_pixels: int | None):
     from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import CompressedImage, Image
 
     msg = deserialize_message(raw, CompressedImage if compressed else Image)
     if not compressed:
         check_pixels(msg.height, msg.width, max_pixels)
     return msg
+
+
+def serialize(msg) -> bytes:
+    """
+    ``msg``'s CDR, as ``rclpy.serialization.serialize_message``, with one copy of bulk data.
+
+    ``Image``, ``CompressedImage`` and ``PointCloud2`` whose ``data`` is a buffer (what
+    :mod:`.array_msgs` builds, and rclpy keeps) of :data:`SPLICE_MIN_BYTES` or more take the
+    one-copy path; any other message, and any other representation than plain CDR (XCDR2 may
+    carry sizes ahead of the data), goes through rclpy. The bytes are rclpy's but for CDR's
+    alignment padding, which Fast CDR leaves uninitialised and this leaves as rclpy wrote it in
+    the data-less message.
+    """
+    after = _AFTER_DATA.get(type(msg))
+    data = msg.data if after is not None else None
+    if not (isinstance(data, (bytes, bytearray)) or
+            isinstance(data, array.array) and data.typecode == 'B') or \
+            len(data) < SPLICE_MIN_BYTES:
+        return serialize_message(msg)
+    rest = {name: getattr(msg, name) for name in msg.get_fields_and_field_types()
+            if name != 'data'}
+    head = serialize_message(type(msg)(**rest))  # the same fields, data empty
+    order = _CDR1_ORDER.get(head[:2])
+    if order is None:
+        return serialize_message(msg)
+    length = len(head) - after - 4  # where data's length (0 here) was written
+    return b''.join((head[:length], struct.pack(order + 'I', len(data)), data,
+                     head[length + 4:]))

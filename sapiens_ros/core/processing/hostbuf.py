@@ -186,9 +186,7 @@ def _torch_dtype(dtype: np.dtype) -> torch.dtype:
 def host_copy(values: np.ndarray) -> np.ndarray:
     """Copy ``values`` (any strides) into a new message-ready host array, in one pass."""
     if values.flags.c_contiguous and not values.dtype.hasobject:
-        buf = array.array('B')
-        buf.frombytes(memoryview(values.reshape(-1).view(np.uint8)))  # no zero fill first
-        return np.frombuffer(buf, values.dtype).reshape(values.shape)
+        return np.frombuffer(_copied(values), values.dtype).reshape(values.shape)
     out = host_empty(values.shape, values.dtype)
     out[...] = values
     return out
@@ -199,7 +197,18 @@ def as_buffer(values: np.ndarray) -> array.array:
     if values.nbytes == 0:
         return array.array('B')
     owned = owning_buffer(values)
-    return owned if owned is not None else owning_buffer(host_copy(values))
+    if owned is not None:
+        return owned
+    if values.flags.c_contiguous and not values.dtype.hasobject:
+        return _copied(values)
+    return owning_buffer(host_copy(values))
+
+
+def _copied(values: np.ndarray) -> array.array:
+    """Return a new ``array('B')`` of C-contiguous ``values``' bytes (one copy, no zero fill)."""
+    buf = array.array('B')
+    buf.frombytes(memoryview(values.reshape(-1).view(np.uint8)))
+    return buf
 
 
 def owning_buffer(values: np.ndarray) -> array.array | None:
