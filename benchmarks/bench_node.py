@@ -22,7 +22,8 @@ Node overhead and image transport, measured side by side in one run (tiny models
    without the profile: frames delivered and latency (receive time - stamp).
 
 Usage: python benchmarks/bench_node.py [--tasks pose,seg,normal,pointmap] [--seconds 15]
-    [--domain N]   (default: $ROS_DOMAIN_ID, else one picked from the process id)
+    [--repeat N] [--no-transport] [--domain N]
+    (--domain default: $ROS_DOMAIN_ID, else one picked from the process id)
 """
 
 from __future__ import annotations
@@ -268,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--outputs', default='default', choices=('default', 'all'),
                         help='subscribe the default output set (DEFAULT_OUTPUTS) or every raw '
                              'output in the main node run')
+    parser.add_argument('--repeat', type=int, default=1,
+                        help='interleaved core and node runs; the medians of their ratios')
+    parser.add_argument('--no-transport', action='store_true',
+                        help='skip the transport table')
     parser.add_argument('--domain', type=int, default=default_domain(60, 40),
                         help='ROS_DOMAIN_ID of every process it starts (default: '
                              '$ROS_DOMAIN_ID, else 60 + pid %% 40)')
@@ -293,29 +298,36 @@ def main() -> None:
     model_dir = tempfile.mkdtemp(prefix='bench_node_')
     for i, task in enumerate(args.tasks.split(',')):
         random_model(task, seed=i, input_size=INPUT_SIZE).save_pretrained(Path(model_dir) / task)
-    # Core before and after the node run (the mean is the reference), so a change in machine
-    # load during the run shows up as a spread instead of a silent bias.
-    core_before = core_rate(model_dir, args.tasks, 20)
-    cam = max(2.0 * core_before, 10.0)
-    node = node_rate(model_dir, args.tasks, args.seconds, cam, domain, args.outputs)
-    light = node_rate(model_dir, args.tasks, args.seconds, cam, domain, 'one')
-    core_after = core_rate(model_dir, args.tasks, 20)
-    core = 0.5 * (core_before + core_after)
-    print(f'\nNode overhead (tiny models, {INPUT_SIZE} input, 512x512 bgr8 '
-          f'camera at {max(2.0 * core_before, 10.0):.1f} Hz, tasks {args.tasks}, CPU, '
-          f'{os.cpu_count()} cores, {args.threads} torch thread(s), load average '
-          f'{os.getloadavg()[0]:.1f})')
-    print('| measure | value |\n|---|---|')
-    print(f'| core pipeline rate (before / after the node run) | {core_before:.2f} / '
-          f'{core_after:.2f} fps |')
+    # Core before and after each node run (their mean is that run's reference), so a change in
+    # machine load shows up as a spread instead of a silent bias; with --repeat the runs are
+    # interleaved and the ratios' medians reported (a 2-core machine's rates vary by 20 %).
+    rows = []
+    for _ in range(args.repeat):
+        core_before = core_rate(model_dir, args.tasks, 20)
+        cam = max(2.0 * core_before, 10.0)
+        node = node_rate(model_dir, args.tasks, args.seconds, cam, domain, args.outputs)
+        light = node_rate(model_dir, args.tasks, args.seconds, cam, domain, 'one')
+        core_after = core_rate(model_dir, args.tasks, 20)
+        rows.append((core_before, core_after, cam, node, light))
     which = 'output of the default set' if args.outputs == 'default' else 'raw output'
-    print(f'| node end-to-end processed rate, every {which} subscribed (3 processes) | '
-          f"{node.get('rate', 0.0):.2f} fps |")
-    print(f"| ratio node / core (mean of before and after) | {node.get('rate', 0.0) / core:.2f} |")
-    print(f"| node rate, one output per task subscribed | {light.get('rate', 0.0):.2f} fps, "
-          f"ratio {light.get('rate', 0.0) / core:.2f} |")
-    print(f"| end-to-end latency p50 / p95 (stamp to subscriber) | {node.get('p50', 0):.0f} / "
-          f"{node.get('p95', 0):.0f} ms |")
+    print(f'\nNode overhead (tiny models, {INPUT_SIZE} input, 512x512 bgr8 camera at twice the '
+          f'core rate, tasks {args.tasks}, CPU, {os.cpu_count()} cores, {args.threads} torch '
+          f'thread(s), load average {os.getloadavg()[0]:.1f})')
+    print(f'| run | core fps (before / after) | camera Hz | node fps, every {which} '
+          '| ratio | node fps, one output per task | ratio | latency p50 / p95 ms |')
+    print('|---|---|---|---|---|---|---|---|')
+    ratios, light_ratios = [], []
+    for k, (before, after, cam, node, light) in enumerate(rows, 1):
+        core = 0.5 * (before + after)
+        ratios.append(node.get('rate', 0.0) / core)
+        light_ratios.append(light.get('rate', 0.0) / core)
+        print(f"| {k} | {before:.2f} / {after:.2f} | {cam:.1f} | {node.get('rate', 0.0):.2f} | "
+              f"{ratios[-1]:.2f} | {light.get('rate', 0.0):.2f} | {light_ratios[-1]:.2f} | "
+              f"{node.get('p50', 0):.0f} / {node.get('p95', 0):.0f} |")
+    print(f'\nMedian ratio node / core: {np.median(ratios):.2f} (every {which}), '
+          f'{np.median(light_ratios):.2f} (one output per task), over {len(rows)} run(s)')
+    if args.no_transport:
+        return
     print('\nTransport of 100 frames 1024x768 bgr8 at 10 Hz between two processes')
     print('| QoS | profile | delivered | latency p50 | latency p95 |\n|---|---|---|---|---|')
     for reliable in (False, True):
