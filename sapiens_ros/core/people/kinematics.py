@@ -109,9 +109,15 @@ _SHIFTS = np.array([0.0, 2 * np.pi, -2 * np.pi])
 
 def _into_range(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer their limits ``lo, hi``."""
+    return _into_range_outside(th, lo, hi)[0]
+
+
+def _into_range_outside(th: np.ndarray, lo: np.ndarray,
+                        hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_into_range`, and how far the moved angles still lie outside (:func:`_outside`)."""
     # the shoulder and hip abduction reach 3.3 rad; ties keep the first of 0, +2 pi, -2 pi
-    moved = th + _SHIFTS.reshape((3,) + (1,) * th.ndim)
-    return th + _SHIFTS.take(_outside(moved, lo, hi).argmin(0))
+    out = _outside(th + _SHIFTS.reshape((3,) + (1,) * th.ndim), lo, hi)
+    return th + _SHIFTS.take(out.argmin(0)), out.min(0)
 
 
 def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -127,8 +133,8 @@ def _sum3(x: np.ndarray) -> np.ndarray:
 def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray) -> np.ndarray:
     """Pick the candidate ``(..., 2, 3)`` least outside the limits, then nearest ``prev``."""
     lo, hi = lo[..., None, :], hi[..., None, :]
-    cands = _into_range(cands, lo, hi)
-    cost = _sum3(_outside(cands, lo, hi)) + 0.05 * _sum3(np.abs(wrap(cands - prev[..., None, :])))
+    cands, outside = _into_range_outside(cands, lo, hi)
+    cost = _sum3(outside) + 0.05 * _sum3(np.abs(wrap(cands - prev[..., None, :])))
     first = cost[..., :1] <= cost[..., 1:]  # as argmin: a tie keeps the first
     return np.where(first, cands[..., 0, :], cands[..., 1, :])
 

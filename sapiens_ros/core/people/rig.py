@@ -53,6 +53,8 @@ MODEL_FROM_BODY = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])
 _X, _Y, _Z = np.eye(3)
 _EYE3, _ONES3 = np.eye(3), np.ones(3)
 _S2 = np.sqrt(0.5)
+#: ``(4 points x 3) @ this``: the mean of the last two points minus that of the first two.
+_END_TO_END = np.kron(np.array([[-0.5], [-0.5], [0.5], [0.5]]), _EYE3)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ class _Stage:
     #: (n - points * (n - bend),) rows of _Plan.bones whose frame gives an axis: each bend
     #: bone's fallback (the axis that serves while straight), each 'parent' bone's parent
     source: np.ndarray
-    axis: np.ndarray  # (len(source), 3) that axis in the source's measured frame
+    axis: np.ndarray  # (len(source), 1, 3) that axis in the source's measured frame
     side_rest: np.ndarray  # (bend, 3) the bend bones' side at rest (fallback not measured)
     hold: np.ndarray  # (n,) where an unmeasured bone's global comes from (N: identity)
 
@@ -217,7 +219,7 @@ def _plan() -> _Plan:
             len(bend), 'points' in modes,
             np.array([row[b.fallback] for b in bend] + [row[b.parent] for b in par], np.int64),
             np.array([rest[_B[b.fallback]].T @ b.side_rest for b in bend]
-                     + [rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 3),
+                     + [rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 1, 3),
             np.array([b.side_rest for b in bend], np.float64).reshape(-1, 3),
             np.array(hold, np.int64)))
         order += bs
@@ -319,16 +321,16 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     plan = _plan()
     model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY  # model axes in the camera
     e = np.asarray(xyz).take(plan.ends, 1).astype(np.float64, copy=False)  # (B, M + S, 4, 3)
-    d = ((e[:, :, 2] + e[:, :, 3]) - (e[:, :, 0] + e[:, :, 1])) @ (model / 2)
+    d = (e.reshape(B, -1, 12) @ _END_TO_END) @ model  # (mean of the last two - first two)
     M = len(plan.bones)
     aim, side_pts = unit(d[:, :M]), d[:, M:]  # (B, M, 3), (B, S, 3) model space
-    # F: each measured bone's frame (plan order), columns aim, side, aim x side (model space)
+    # F: each measured bone's frame (plan order) transposed, rows aim, side, aim x side (model
+    # space)
     F = np.empty((B, M, 3, 3))
-    measured = np.empty((B, M), bool)
     for st in plan.stages:
         a = aim[:, st.rows]
-        if len(st.source):  # the sources' axes
-            ax = (F.take(st.source, 1) @ st.axis[:, :, None])[..., 0]
+        if len(st.source):  # the sources' axes (NaN where a source is not measured)
+            ax = (st.axis @ F.take(st.source, 1))[..., 0, :]
         if st.points:
             side = side_pts[:, st.sides]
         elif st.bend:
@@ -336,23 +338,21 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
             u = a[:, :st.bend]
             nxt = unit(side_pts[:, st.sides])
             perp = nxt - dot(nxt, u) * u
-            fb = np.where(measured[:, st.source[:st.bend], None], ax[:, :st.bend],
-                          st.side_rest)  # else: rest axis
+            fb = ax[:, :st.bend]
+            fb = np.where(np.isfinite(fb), fb, st.side_rest)  # else: rest axis
             fb = unit(fb - dot(fb, u) * u)
             w = 0.1 * clamp(1 - np.sqrt(dot(perp, perp)) / 0.1, 0, 1)
             side = np.concatenate([perp + w * fb, ax[:, st.bend:]], 1)
         else:  # the parent's axis
             side = ax
         s = unit(side - dot(side, a) * a)
-        F[:, st.rows, :, 0], F[:, st.rows, :, 1], F[:, st.rows, :, 2] = a, s, cross(a, s)
-        ok = np.isfinite(s @ _ONES3)  # s is finite (it is NaN where a is)
-        if not st.points:  # and the 'parent' bones' parents measured
-            ok[:, st.bend:] &= measured[:, st.source[st.bend:]]
-        measured[:, st.rows] = ok
+        F[:, st.rows, 0], F[:, st.rows, 1], F[:, st.rows, 2] = a, s, cross(a, s)
+    # measured: s is finite (NaN where the aim is, or where a 'parent' bone's parent is not)
+    measured = np.isfinite(F[:, :, 1] @ _ONES3)
     # W: globals in _layout's rows (measured bones, identity, head, slerped, rest); V: valid
     L = _layout()
     W, V = np.empty((B, L.rows, 3, 3)), np.zeros((B, L.rows), bool)
-    W[:, :M], W[:, M], V[:, :M] = F @ plan.rest_t, _EYE3, measured
+    W[:, :M], W[:, M], V[:, :M] = F.swapaxes(-1, -2) @ plan.rest_t, _EYE3, measured
     if not measured.all():  # unmeasured bones hold their parent's global
         for st, hold in zip(plan.stages, L.hold, strict=True):
             W[:, st.rows] = np.where(measured[:, st.rows, None, None], W[:, st.rows],
