@@ -339,12 +339,15 @@ class BodyKinematics:
         dt = stamp - state[:, _STAMP]
         moved = dt > 0
         pos, vel = state[:, _POS], state[:, _VEL]
+        # the two filters' gains (a time constant of 0: not filtered)
+        gain = 1.0 - np.exp(-dt[:, None] / np.array([cfg.smoothing or 1.0,
+                                                     cfg.velocity_smoothing or 1.0]))
         if cfg.smoothing > 0:  # between two angles within the limits
-            a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
+            a = gain[:, :1]
             out = np.where((moved & np.isfinite(prev[:, 0]))[:, None], prev + a * (out - prev),
                            out)
         raw = (origin - pos) / np.where(moved, dt, np.inf)[:, None]  # (used where moved)
-        a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] if cfg.velocity_smoothing else 1
+        a = gain[:, 1:] if cfg.velocity_smoothing else 1
         vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
         velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
         self._state[slots, :_LENGTHS.start] = np.concatenate(
@@ -392,6 +395,9 @@ _ROLL = np.array([1.0, -1.0])
 _ONES9, _EYE3 = np.ones(9), np.eye(3)
 #: Joint angles from the chains' (15), the elbows' and knees' (4), the waist's
 _ORDER = np.argsort(np.r_[_COLS.ravel(), _MIDDLE, _J['waist']])
+#: Whether each joint angle was solved, from the limbs' (4), the head's and True (the waist)
+_SOLVED = np.r_[np.arange(4).repeat(3), [4] * 3, np.arange(4), 5].take(_ORDER)
+_BEND_SIGNS = _BEND_SIGN[:, 0]
 
 
 def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
@@ -414,7 +420,8 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     # the bend: the lower segment off the upper one's line; while nearly straight, the fallback
     # off it too (the arm's last bend, the leg's foot)
     g = np.concatenate([f[:, :, None], np.concatenate([last, -foot], 1)[:, :, None]], 2)
-    g = g - dot(g, u[:, :, None]) * u[:, :, None]
+    gu = dot(g, u[:, :, None])  # (B, 4, 2, 1): its first is u . f
+    g = g - gu * u[:, :, None]
     n = np.sqrt(dot(g, g))  # (B, 4, 2, 1)
     w = 0.1 * clamp(1 - n[:, :, 0] / 0.1, 0, 1)
     bend = g[:, :, 0] + w * (g[:, :, 1] / np.maximum(n[:, :, 1], 1e-9))
@@ -435,12 +442,11 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
         ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
         th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], s_[:, :2], last)  # (the arms' bend sign is +1)
-    bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
+    bent = np.arccos(clamp(gu[:, :, 0, 0], -1, 1))
     # the body frame follows the torso: the waist is always 0, and solved
-    angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGN[:, 0], np.zeros((B, 1))], 1)
-    solved = np.concatenate([ok.repeat(3, 1), head_valid[:, None].repeat(3, 1), ok,
-                             np.ones((B, 1), bool)], 1)
-    return angles.take(_ORDER, 1), solved.take(_ORDER, 1), sides
+    angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGNS, np.zeros((B, 1))], 1)
+    solved = np.concatenate([ok, head_valid[:, None], np.ones((B, 1), bool)], 1)
+    return angles.take(_ORDER, 1), solved.take(_SOLVED, 1), sides
 
 
 def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,
