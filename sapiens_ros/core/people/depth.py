@@ -209,10 +209,13 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     full = np.isfinite(torso.reshape(-1, 12) @ _ONES12)  # l_sh, r_sh, l_hip, r_hip all finite
     rot = np.empty((len(torso), 3, 3))
     ok = np.zeros(len(torso), bool)
-    if not full.any():
+    if full.all():
+        t = torso
+    elif full.any():
+        t = torso[full]
+    else:
         rot[:] = _EYE3
         return rot, ok
-    t = torso if full.all() else torso[full]
     up_left = _UP_LEFT @ t  # (P, 2, 3): mid-shoulders - mid-hips; right-to-left, both pairs
     up, left = up_left[:, 0], up_left[:, 1]
     nu = np.sqrt(dot(up, up))
