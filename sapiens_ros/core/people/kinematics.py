@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, columns, cross, dot, matrix_to_quat, unit, wrap
+from .geometry import clamp, cross, dot, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -430,12 +430,13 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     # limb's frame, columns: the bend side s (already across the aim), a x s, the aim a = -u
     a = -u
     s_ = unit(_BEND_SIGN * bend)
-    m = columns(s_, cross(a, s_), a)
-    ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
+    m = np.empty((B, 5, 3, 3))  # the four limbs' frames, then the head's
+    m[:, :4, :, 0], m[:, :4, :, 1], m[:, :4, :, 2] = s_, cross(a, s_), a
+    m[:, 4] = _EYE3 if head is None else head
+    ok = np.isfinite(m.reshape(B, 5, 9)[:, :4] @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
-    hm = _EYE3 + np.zeros((B, 1, 1)) if head is None else np.where(np.isnan(head), 0.0, head)
     # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-    cand = _euler(np.concatenate([m, hm[:, None]], 1))
+    cand = _euler(m)
     p = np.where(has_prev[:, None, None], prev.take(_COLS, 1), 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
     if (np.abs(np.sin(th[:, :2, 1])) < 0.1).any():  # an arm near straight down

@@ -335,14 +335,15 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
             side = side_pts[:, st.sides]
         elif st.bend:
             # the next segment's direction off this one; the fallback bone's axis when straight
-            u = a[:, :st.bend]
-            nxt = unit(side_pts[:, st.sides])
-            perp = nxt - dot(nxt, u) * u
+            u = a[:, :st.bend, None]
             fb = ax[:, :st.bend]
-            fb = np.where(np.isfinite(fb), fb, st.side_rest)  # else: rest axis
-            fb = unit(fb - dot(fb, u) * u)
-            w = 0.1 * clamp(1 - np.sqrt(dot(perp, perp)) / 0.1, 0, 1)
-            side = np.concatenate([perp + w * fb, ax[:, st.bend:]], 1)
+            g = np.concatenate([unit(side_pts[:, st.sides])[:, :, None],
+                                np.where(np.isfinite(fb), fb, st.side_rest)[:, :, None]], 2)
+            g = g - dot(g, u) * u  # (B, bend, 2, 3): both off the aim (else: the rest axis)
+            n = np.sqrt(dot(g, g))
+            w = 0.1 * clamp(1 - n[:, :, 0] / 0.1, 0, 1)
+            side = np.concatenate([g[:, :, 0] + w * (g[:, :, 1] / np.maximum(n[:, :, 1], 1e-9)),
+                                   ax[:, st.bend:]], 1)
         else:  # the parent's axis
             side = ax
         s = unit(side - dot(side, a) * a)
