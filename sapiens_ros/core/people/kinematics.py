@@ -334,8 +334,9 @@ class BodyKinematics:
 
         prev, last = state[:, _ANGLES], state[:, _SIDES].reshape(-1, 2, 3)
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
-        out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
-        out = clamp(out, LOWER, UPPER)
+        if not solved.all():  # held: the last angles (a new track: 0)
+            angles = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
+        out = clamp(angles, LOWER, UPPER)
         dt = stamp - state[:, _STAMP]
         moved = dt > 0
         pos, vel = state[:, _POS], state[:, _VEL]
