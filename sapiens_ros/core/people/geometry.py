@@ -156,8 +156,12 @@ def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.nd
     t = np.asarray(t, np.float64)[..., None]
     tt = t * theta
     # the fraction t of it: (v sin(t theta) / sin theta, cos(t theta)); near identity, linear
-    s = np.where(small, t, np.sin(tt) / np.where(small, 1.0, sin))
-    c = np.where(small, (1 - t) + t * w, np.cos(tt))
+    s, c = np.sin(tt), np.cos(tt)
+    if small.any():
+        s = np.where(small, t, s / np.where(small, 1.0, sin))
+        c = np.where(small, (1 - t) + t * w, c)
+    else:
+        s = s / sin
     return a @ quat_to_matrix(np.concatenate([q[..., :3] * s, c], -1))
 
 

@@ -233,11 +233,6 @@ def _plan() -> _Plan:
 
 
 @cache
-def _parents() -> np.ndarray:
-    return np.array([_B[b.parent] if b.parent else 0 for b in BONES])
-
-
-@cache
 def _derived_bones() -> tuple[list[int], list[int], list[int], np.ndarray, list[int], list[int]]:
     """Slerped bones (index, from, to, t) and rest bones (index, parent)."""
     sl = [b for b in BONES if b.mode == 'slerp']
@@ -254,6 +249,7 @@ class _Layout:
 
     rows: int
     bones: np.ndarray  # (N,) each bone's row
+    parents: np.ndarray  # (N,) its parent's row (the hips: the identity's, model space)
     head: int
     chest: int  # upperChest's row
     slerp: slice  # the slerped bones' rows
@@ -277,7 +273,10 @@ def _layout() -> _Layout:
     def rows(bones) -> np.ndarray:
         return np.array([row[int(b)] for b in bones], np.int64)
 
-    return _Layout(len(order), rows(range(len(BONES))), row[_B['head']], row[_B['upperChest']],
+    parents = [b.parent for b in BONES]
+    return _Layout(len(order), rows(range(len(BONES))),
+                   rows(_B[p] if p else len(BONES) for p in parents), row[_B['head']],
+                   row[_B['upperChest']],
                    slice(M + 2, M + 2 + len(sl)), rows(lo), rows(hi), t,
                    slice(M + 2 + len(sl), len(order)), rows(rest_parents),
                    tuple(rows(st.hold) for st in plan.stages))
@@ -368,9 +367,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     V[:, L.slerp] = V.take(L.lo, 1) & V.take(L.hi, 1)
     W[:, L.rest], V[:, L.rest] = W.take(L.rest_parents, 1), V.take(L.rest_parents, 1)
     G, valid = W.take(L.bones, 1), V.take(L.bones, 1)
-    PG = G.take(_parents(), 1)
-    PG[:, 0] = _EYE3  # the hips' parent is model space
-    local = PG.swapaxes(-1, -2) @ G
+    local = W.take(L.parents, 1).swapaxes(-1, -2) @ G  # parent^T global
     q = matrix_to_quat(local)
     if not valid.all():  # bones at rest: their globals follow from their parents'
         q[~valid] = (0, 0, 0, 1)
