@@ -39,7 +39,7 @@ no point of the set measures a shrug or the toe joints. The head is the face fra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -169,9 +169,12 @@ class _Stage:
     #: (n - points * (n - bend),) rows of _Plan.bones whose frame gives an axis: each bend
     #: bone's fallback (the axis that serves while straight), each 'parent' bone's parent
     source: np.ndarray
-    axis: np.ndarray  # (len(source), 1, 3) that axis in the source's measured frame
+    #: (len(source), 1, k) that axis in the source's measured frame: its first k rows (k = 2
+    #: where no axis reads the third, aim x side)
+    axis: np.ndarray
     side_rest: np.ndarray  # (bend, 3) the bend bones' side at rest (fallback not measured)
     hold: np.ndarray  # (n,) where an unmeasured bone's global comes from (N: identity)
+    cross: bool = True  # a later stage reads this one's third rows: compute them in the loop
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,15 @@ def _plan() -> _Plan:
             np.array(hold, np.int64)))
         order += bs
         sides += [[p[b.side[0]], p[b.side[1]]] for b in bs if b.mode in ('bend', 'points')]
+    # the third rows (aim x side) are computed in the stage loop only where a later stage
+    # reads them, else once after it
+    third = [bool(np.any(st.axis[..., 2])) for st in stages]
+    stage_of = np.concatenate([np.full(o.rows.stop - o.rows.start, k)
+                               for k, o in enumerate(stages)])
+    read = {int(k) for st, t in zip(stages, third, strict=True) if t
+            for k in stage_of[st.source]}
+    stages = [replace(st, axis=st.axis if t else st.axis[..., :2].copy(), cross=k in read)
+              for k, (st, t) in enumerate(zip(stages, third, strict=True))]
     bones = np.array([_B[b.name] for b in order], np.int64)
     ext = _extension()
     pairs = np.array([[p[b.aim[0]], p[b.aim[1]]] for b in order] + sides)
@@ -329,7 +341,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     for st in plan.stages:
         a = aim[:, st.rows]
         if len(st.source):  # the sources' axes (NaN where a source is not measured)
-            ax = (st.axis @ F.take(st.source, 1))[..., 0, :]
+            ax = (st.axis @ F.take(st.source, 1)[:, :, :st.axis.shape[-1]])[..., 0, :]
         if st.points:
             side = side_pts[:, st.sides]
         elif st.bend:
@@ -346,7 +358,10 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
         else:  # the parent's axis
             side = ax
         s = unit(side - dot(side, a) * a)
-        F[:, st.rows, 0], F[:, st.rows, 1], F[:, st.rows, 2] = a, s, cross(a, s)
+        F[:, st.rows, 0], F[:, st.rows, 1] = a, s
+        if st.cross:
+            F[:, st.rows, 2] = cross(a, s)
+    F[:, :, 2] = cross(F[:, :, 0], F[:, :, 1])
     # measured: s is finite (NaN where the aim is, or where a 'parent' bone's parent is not)
     measured = np.isfinite(F[:, :, 1] @ _ONES3)
     # W: globals in _layout's rows (measured bones, identity, head, slerped, rest); V: valid
