@@ -207,24 +207,25 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     torso = np.asarray(xyz).take(_TORSO, 1).astype(np.float64, copy=False)  # (P, 4, 3)
     full = np.isfinite(torso.reshape(-1, 12) @ _ONES12)  # l_sh, r_sh, l_hip, r_hip all finite
-    rot = np.empty((len(torso), 3, 3))
-    ok = np.zeros(len(torso), bool)
-    if not full.any():
-        rot[:] = _EYE3
-        return rot, ok
-    t = torso if full.all() else torso[full]
+    if full.all():
+        t = torso
+    elif full.any():
+        t = torso[full]
+    else:
+        return np.tile(_EYE3, (len(torso), 1, 1)), full
     up_left = _UP_LEFT @ t  # (P, 2, 3): mid-shoulders - mid-hips; right-to-left, both pairs
     up, left = up_left[:, 0], up_left[:, 1]
     nu = np.sqrt(dot(up, up))
     z = up / np.maximum(nu, 1e-9)
     y = left - dot(left, z) * z
     ny = np.sqrt(dot(y, y))
-    good = (ny[:, 0] > 1e-6) & (nu[:, 0] > 1e-6)
+    good = np.minimum(ny, nu)[:, 0] > 1e-6  # both long enough (NaN: not)
     y = y / np.maximum(ny, 1e-9)
     axes = columns(cross(y, z), y, z)
     if good.all() and len(t) == len(torso):
         return axes, full
-    rot[:] = _EYE3
+    rot = np.tile(_EYE3, (len(torso), 1, 1))
+    ok = np.zeros(len(torso), bool)
     rows = np.flatnonzero(full)[good]
     rot[rows], ok[rows] = axes[good], True
     return rot, ok

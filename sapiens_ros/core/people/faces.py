@@ -203,6 +203,8 @@ def _head_quats(xyz: np.ndarray, min_points: int, visible: np.ndarray | bool
     rot = quat_to_matrix(q)
     origin = mc - scale[:, None] * (rot @ tc[..., None])[..., 0]
     ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)
+    if ok.all():
+        return q, rot, origin, ok
     return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None, None], rot, _EYE3),
             np.where(ok[:, None], origin, np.nan), ok)
 

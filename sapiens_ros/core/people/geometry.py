@@ -148,18 +148,21 @@ def rotation_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def slerp_matrices(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """Rotations a fraction ``t`` of the way from ``a`` to ``b`` (shortest arc), batched."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.shape != b.shape:
-        a, b = np.broadcast_arrays(a, b)
-    qa, qb = matrix_to_quat(np.concatenate([a[None], b[None]]))
-    d = dot(qa, qb)
-    sign = np.where(d < 0, -1.0, 1.0)  # the shortest arc
-    theta = np.arccos(np.minimum(d * sign, 1.0))
+    q = matrix_to_quat(a.swapaxes(-1, -2) @ b)  # a to b; w >= 0: the shortest arc
+    w = q[..., 3:]
+    theta = np.arccos(np.minimum(w, 1.0))  # half its angle
     sin = np.sin(theta)
     small = sin < 1e-6
-    t = np.asarray(t, np.float64)
-    tt = np.concatenate([(1 - t)[..., None], t[..., None]], -1)  # (..., 2): fractions of theta
-    w = np.where(small, tt, np.sin(tt * theta) / np.where(small, 1.0, sin))
-    return quat_to_matrix(w[..., :1] * qa + (w[..., 1:] * sign) * qb)
+    t = np.asarray(t, np.float64)[..., None]
+    tt = t * theta
+    # the fraction t of it: (v sin(t theta) / sin theta, cos(t theta)); near identity, linear
+    s, c = np.sin(tt), np.cos(tt)
+    if small.any():
+        s = np.where(small, t, s / np.where(small, 1.0, sin))
+        c = np.where(small, (1 - t) + t * w, c)
+    else:
+        s = s / sin
+    return a @ quat_to_matrix(np.concatenate([q[..., :3] * s, c], -1))
 
 
 __all__ = ['axis_rotations', 'best_rotations', 'clamp', 'columns', 'cross', 'dot', 'frames',

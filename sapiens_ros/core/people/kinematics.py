@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, columns, cross, dot, matrix_to_quat, unit, wrap
+from .geometry import clamp, cross, dot, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -109,9 +109,15 @@ _SHIFTS = np.array([0.0, 2 * np.pi, -2 * np.pi])
 
 def _into_range(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Angles ``(..., 3)`` moved by 2 pi where that takes them nearer their limits ``lo, hi``."""
+    return _into_range_outside(th, lo, hi)[0]
+
+
+def _into_range_outside(th: np.ndarray, lo: np.ndarray,
+                        hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_into_range`, and how far the moved angles still lie outside (:func:`_outside`)."""
     # the shoulder and hip abduction reach 3.3 rad; ties keep the first of 0, +2 pi, -2 pi
-    moved = th + _SHIFTS.reshape((3,) + (1,) * th.ndim)
-    return th + _SHIFTS.take(_outside(moved, lo, hi).argmin(0))
+    out = _outside(th + _SHIFTS.reshape((3,) + (1,) * th.ndim), lo, hi)
+    return th + _SHIFTS.take(out.argmin(0)), out.min(0)
 
 
 def _outside(th: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -127,8 +133,8 @@ def _sum3(x: np.ndarray) -> np.ndarray:
 def _choose(cands: np.ndarray, lo: np.ndarray, hi: np.ndarray, prev: np.ndarray) -> np.ndarray:
     """Pick the candidate ``(..., 2, 3)`` least outside the limits, then nearest ``prev``."""
     lo, hi = lo[..., None, :], hi[..., None, :]
-    cands = _into_range(cands, lo, hi)
-    cost = _sum3(_outside(cands, lo, hi)) + 0.05 * _sum3(np.abs(wrap(cands - prev[..., None, :])))
+    cands, outside = _into_range_outside(cands, lo, hi)
+    cost = _sum3(outside) + 0.05 * _sum3(np.abs(wrap(cands - prev[..., None, :])))
     first = cost[..., :1] <= cost[..., 1:]  # as argmin: a tie keeps the first
     return np.where(first, cands[..., 0, :], cands[..., 1, :])
 
@@ -328,17 +334,21 @@ class BodyKinematics:
 
         prev, last = state[:, _ANGLES], state[:, _SIDES].reshape(-1, 2, 3)
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
-        out = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
-        out = clamp(out, LOWER, UPPER)
+        if not solved.all():  # held: the last angles (a new track: 0)
+            angles = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
+        out = clamp(angles, LOWER, UPPER)
         dt = stamp - state[:, _STAMP]
         moved = dt > 0
         pos, vel = state[:, _POS], state[:, _VEL]
+        # the two filters' gains (a time constant of 0: not filtered)
+        gain = 1.0 - np.exp(-dt[:, None] / np.array([cfg.smoothing or 1.0,
+                                                     cfg.velocity_smoothing or 1.0]))
         if cfg.smoothing > 0:  # between two angles within the limits
-            a = (1.0 - np.exp(-dt / cfg.smoothing))[:, None]
+            a = gain[:, :1]
             out = np.where((moved & np.isfinite(prev[:, 0]))[:, None], prev + a * (out - prev),
                            out)
         raw = (origin - pos) / np.where(moved, dt, np.inf)[:, None]  # (used where moved)
-        a = (1.0 - np.exp(-dt / cfg.velocity_smoothing))[:, None] if cfg.velocity_smoothing else 1
+        a = gain[:, 1:] if cfg.velocity_smoothing else 1
         vel = np.where((moved & np.isfinite(pos[:, 0]))[:, None], vel + a * (raw - vel), vel)
         velocity = (vel[:, None, :] @ R)[:, 0]  # R^T v
         self._state[slots, :_LENGTHS.start] = np.concatenate(
@@ -386,6 +396,9 @@ _ROLL = np.array([1.0, -1.0])
 _ONES9, _EYE3 = np.ones(9), np.eye(3)
 #: Joint angles from the chains' (15), the elbows' and knees' (4), the waist's
 _ORDER = np.argsort(np.r_[_COLS.ravel(), _MIDDLE, _J['waist']])
+#: Whether each joint angle was solved, from the limbs' (4), the head's and True (the waist)
+_SOLVED = np.r_[np.arange(4).repeat(3), [4] * 3, np.arange(4), 5].take(_ORDER)
+_BEND_SIGNS = _BEND_SIGN[:, 0]
 
 
 def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
@@ -408,7 +421,8 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     # the bend: the lower segment off the upper one's line; while nearly straight, the fallback
     # off it too (the arm's last bend, the leg's foot)
     g = np.concatenate([f[:, :, None], np.concatenate([last, -foot], 1)[:, :, None]], 2)
-    g = g - dot(g, u[:, :, None]) * u[:, :, None]
+    gu = dot(g, u[:, :, None])  # (B, 4, 2, 1): its first is u . f
+    g = g - gu * u[:, :, None]
     n = np.sqrt(dot(g, g))  # (B, 4, 2, 1)
     w = 0.1 * clamp(1 - n[:, :, 0] / 0.1, 0, 1)
     bend = g[:, :, 0] + w * (g[:, :, 1] / np.maximum(n[:, :, 1], 1e-9))
@@ -417,24 +431,24 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     # limb's frame, columns: the bend side s (already across the aim), a x s, the aim a = -u
     a = -u
     s_ = unit(_BEND_SIGN * bend)
-    m = columns(s_, cross(a, s_), a)
-    ok = np.isfinite(m.reshape(B, 4, 9) @ _ONES9)  # (B, 4): the frame is finite
+    m = np.empty((B, 5, 3, 3))  # the four limbs' frames, then the head's
+    m[:, :4, :, 0], m[:, :4, :, 1], m[:, :4, :, 2] = s_, cross(a, s_), a
+    m[:, 4] = _EYE3 if head is None else head
+    ok = np.isfinite(m.reshape(B, 5, 9)[:, :4] @ _ONES9)  # (B, 4): the frame is finite
     m = np.where(np.isnan(m), 0.0, m)
-    hm = _EYE3 + np.zeros((B, 1, 1)) if head is None else np.where(np.isnan(head), 0.0, head)
     # head: R = Rx(roll) Rz(yaw) Ry(-pitch), in the torso (= body) frame
-    cand = _euler(np.concatenate([m, hm[:, None]], 1))
+    cand = _euler(m)
     p = np.where(has_prev[:, None, None], prev.take(_COLS, 1), 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
     if (np.abs(np.sin(th[:, :2, 1])) < 0.1).any():  # an arm near straight down
         ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
         th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], s_[:, :2], last)  # (the arms' bend sign is +1)
-    bent = np.arccos(clamp(dot(u, f)[..., 0], -1, 1))
+    bent = np.arccos(clamp(gu[:, :, 0, 0], -1, 1))
     # the body frame follows the torso: the waist is always 0, and solved
-    angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGN[:, 0], np.zeros((B, 1))], 1)
-    solved = np.concatenate([ok.repeat(3, 1), head_valid[:, None].repeat(3, 1), ok,
-                             np.ones((B, 1), bool)], 1)
-    return angles.take(_ORDER, 1), solved.take(_ORDER, 1), sides
+    angles = np.concatenate([th.reshape(B, 15), bent * _BEND_SIGNS, np.zeros((B, 1))], 1)
+    solved = np.concatenate([ok, head_valid[:, None], np.ones((B, 1), bool)], 1)
+    return angles.take(_ORDER, 1), solved.take(_SOLVED, 1), sides
 
 
 def _unsingular(m: np.ndarray, th: np.ndarray, yaw_ref: np.ndarray,

@@ -39,7 +39,7 @@ no point of the set measures a shrug or the toe joints. The head is the face fra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -53,6 +53,8 @@ MODEL_FROM_BODY = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])
 _X, _Y, _Z = np.eye(3)
 _EYE3, _ONES3 = np.eye(3), np.ones(3)
 _S2 = np.sqrt(0.5)
+#: ``(4 points x 3) @ this``: the mean of the last two points minus that of the first two.
+_END_TO_END = np.kron(np.array([[-0.5], [-0.5], [0.5], [0.5]]), _EYE3)
 
 
 @dataclass(frozen=True)
@@ -167,9 +169,12 @@ class _Stage:
     #: (n - points * (n - bend),) rows of _Plan.bones whose frame gives an axis: each bend
     #: bone's fallback (the axis that serves while straight), each 'parent' bone's parent
     source: np.ndarray
-    axis: np.ndarray  # (len(source), 3) that axis in the source's measured frame
+    #: (len(source), 1, k) that axis in the source's measured frame: its first k rows (k = 2
+    #: where no axis reads the third, aim x side)
+    axis: np.ndarray
     side_rest: np.ndarray  # (bend, 3) the bend bones' side at rest (fallback not measured)
     hold: np.ndarray  # (n,) where an unmeasured bone's global comes from (N: identity)
+    cross: bool = True  # a later stage reads this one's third rows: compute them in the loop
 
 
 @dataclass(frozen=True)
@@ -217,22 +222,26 @@ def _plan() -> _Plan:
             len(bend), 'points' in modes,
             np.array([row[b.fallback] for b in bend] + [row[b.parent] for b in par], np.int64),
             np.array([rest[_B[b.fallback]].T @ b.side_rest for b in bend]
-                     + [rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 3),
+                     + [rest[_B[b.parent]].T @ b.side_rest for b in par]).reshape(-1, 1, 3),
             np.array([b.side_rest for b in bend], np.float64).reshape(-1, 3),
             np.array(hold, np.int64)))
         order += bs
         sides += [[p[b.side[0]], p[b.side[1]]] for b in bs if b.mode in ('bend', 'points')]
+    # the third rows (aim x side) are computed in the stage loop only where a later stage
+    # reads them, else once after it
+    third = [bool(np.any(st.axis[..., 2])) for st in stages]
+    stage_of = np.concatenate([np.full(o.rows.stop - o.rows.start, k)
+                               for k, o in enumerate(stages)])
+    read = {int(k) for st, t in zip(stages, third, strict=True) if t
+            for k in stage_of[st.source]}
+    stages = [replace(st, axis=st.axis if t else st.axis[..., :2].copy(), cross=k in read)
+              for k, (st, t) in enumerate(zip(stages, third, strict=True))]
     bones = np.array([_B[b.name] for b in order], np.int64)
     ext = _extension()
     pairs = np.array([[p[b.aim[0]], p[b.aim[1]]] for b in order] + sides)
     ends = np.stack([ext[0][pairs[:, 0]], ext[1][pairs[:, 0]], ext[0][pairs[:, 1]],
                      ext[1][pairs[:, 1]]], -1)
     return _Plan(bones, ends, tuple(stages), np.swapaxes(rest[bones], -1, -2).copy())
-
-
-@cache
-def _parents() -> np.ndarray:
-    return np.array([_B[b.parent] if b.parent else 0 for b in BONES])
 
 
 @cache
@@ -252,6 +261,7 @@ class _Layout:
 
     rows: int
     bones: np.ndarray  # (N,) each bone's row
+    parents: np.ndarray  # (N,) its parent's row (the hips: the identity's, model space)
     head: int
     chest: int  # upperChest's row
     slerp: slice  # the slerped bones' rows
@@ -275,7 +285,10 @@ def _layout() -> _Layout:
     def rows(bones) -> np.ndarray:
         return np.array([row[int(b)] for b in bones], np.int64)
 
-    return _Layout(len(order), rows(range(len(BONES))), row[_B['head']], row[_B['upperChest']],
+    parents = [b.parent for b in BONES]
+    return _Layout(len(order), rows(range(len(BONES))),
+                   rows(_B[p] if p else len(BONES) for p in parents), row[_B['head']],
+                   row[_B['upperChest']],
                    slice(M + 2, M + 2 + len(sl)), rows(lo), rows(hi), t,
                    slice(M + 2 + len(sl), len(order)), rows(rest_parents),
                    tuple(rows(st.hold) for st in plan.stages))
@@ -319,40 +332,42 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     plan = _plan()
     model = np.asarray(rotation, np.float64) @ MODEL_FROM_BODY  # model axes in the camera
     e = np.asarray(xyz).take(plan.ends, 1).astype(np.float64, copy=False)  # (B, M + S, 4, 3)
-    d = ((e[:, :, 2] + e[:, :, 3]) - (e[:, :, 0] + e[:, :, 1])) @ (model / 2)
+    d = (e.reshape(B, -1, 12) @ _END_TO_END) @ model  # (mean of the last two - first two)
     M = len(plan.bones)
     aim, side_pts = unit(d[:, :M]), d[:, M:]  # (B, M, 3), (B, S, 3) model space
-    # F: each measured bone's frame (plan order), columns aim, side, aim x side (model space)
+    # F: each measured bone's frame (plan order) transposed, rows aim, side, aim x side (model
+    # space)
     F = np.empty((B, M, 3, 3))
-    measured = np.empty((B, M), bool)
     for st in plan.stages:
         a = aim[:, st.rows]
-        if len(st.source):  # the sources' axes
-            ax = (F.take(st.source, 1) @ st.axis[:, :, None])[..., 0]
+        if len(st.source):  # the sources' axes (NaN where a source is not measured)
+            ax = (st.axis @ F.take(st.source, 1)[:, :, :st.axis.shape[-1]])[..., 0, :]
         if st.points:
             side = side_pts[:, st.sides]
         elif st.bend:
             # the next segment's direction off this one; the fallback bone's axis when straight
-            u = a[:, :st.bend]
-            nxt = unit(side_pts[:, st.sides])
-            perp = nxt - dot(nxt, u) * u
-            fb = np.where(measured[:, st.source[:st.bend], None], ax[:, :st.bend],
-                          st.side_rest)  # else: rest axis
-            fb = unit(fb - dot(fb, u) * u)
-            w = 0.1 * clamp(1 - np.sqrt(dot(perp, perp)) / 0.1, 0, 1)
-            side = np.concatenate([perp + w * fb, ax[:, st.bend:]], 1)
+            u = a[:, :st.bend, None]
+            fb = ax[:, :st.bend]
+            g = np.concatenate([unit(side_pts[:, st.sides])[:, :, None],
+                                np.where(np.isfinite(fb), fb, st.side_rest)[:, :, None]], 2)
+            g = g - dot(g, u) * u  # (B, bend, 2, 3): both off the aim (else: the rest axis)
+            n = np.sqrt(dot(g, g))
+            w = 0.1 * clamp(1 - n[:, :, 0] / 0.1, 0, 1)
+            side = np.concatenate([g[:, :, 0] + w * (g[:, :, 1] / np.maximum(n[:, :, 1], 1e-9)),
+                                   ax[:, st.bend:]], 1)
         else:  # the parent's axis
             side = ax
         s = unit(side - dot(side, a) * a)
-        F[:, st.rows, :, 0], F[:, st.rows, :, 1], F[:, st.rows, :, 2] = a, s, cross(a, s)
-        ok = np.isfinite(s @ _ONES3)  # s is finite (it is NaN where a is)
-        if not st.points:  # and the 'parent' bones' parents measured
-            ok[:, st.bend:] &= measured[:, st.source[st.bend:]]
-        measured[:, st.rows] = ok
+        F[:, st.rows, 0], F[:, st.rows, 1] = a, s
+        if st.cross:
+            F[:, st.rows, 2] = cross(a, s)
+    F[:, :, 2] = cross(F[:, :, 0], F[:, :, 1])
+    # measured: s is finite (NaN where the aim is, or where a 'parent' bone's parent is not)
+    measured = np.isfinite(F[:, :, 1] @ _ONES3)
     # W: globals in _layout's rows (measured bones, identity, head, slerped, rest); V: valid
     L = _layout()
     W, V = np.empty((B, L.rows, 3, 3)), np.zeros((B, L.rows), bool)
-    W[:, :M], W[:, M], V[:, :M] = F @ plan.rest_t, _EYE3, measured
+    W[:, :M], W[:, M], V[:, :M] = F.swapaxes(-1, -2) @ plan.rest_t, _EYE3, measured
     if not measured.all():  # unmeasured bones hold their parent's global
         for st, hold in zip(plan.stages, L.hold, strict=True):
             W[:, st.rows] = np.where(measured[:, st.rows, None, None], W[:, st.rows],
@@ -367,9 +382,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     V[:, L.slerp] = V.take(L.lo, 1) & V.take(L.hi, 1)
     W[:, L.rest], V[:, L.rest] = W.take(L.rest_parents, 1), V.take(L.rest_parents, 1)
     G, valid = W.take(L.bones, 1), V.take(L.bones, 1)
-    PG = G.take(_parents(), 1)
-    PG[:, 0] = _EYE3  # the hips' parent is model space
-    local = PG.swapaxes(-1, -2) @ G
+    local = W.take(L.parents, 1).swapaxes(-1, -2) @ G  # parent^T global
     q = matrix_to_quat(local)
     if not valid.all():  # bones at rest: their globals follow from their parents'
         q[~valid] = (0, 0, 0, 1)
