@@ -27,7 +27,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import torch
 
-from .geometry import columns, cross, dot
+from .geometry import all_of, any_of, columns, cross, dot
 from ..errors import FrameError
 from ..media.image_codec import raw_rows
 
@@ -207,9 +207,9 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     torso = np.asarray(xyz).take(_TORSO, 1).astype(np.float64, copy=False)  # (P, 4, 3)
     full = np.isfinite(torso.reshape(-1, 12) @ _ONES12)  # l_sh, r_sh, l_hip, r_hip all finite
-    if full.all():
+    if all_of(full):
         t = torso
-    elif full.any():
+    elif any_of(full):
         t = torso[full]
     else:
         return np.tile(_EYE3, (len(torso), 1, 1)), full
@@ -222,7 +222,7 @@ def torso_axes(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     good = np.minimum(ny, nu)[:, 0] > 1e-6  # both long enough (NaN: not)
     y = y / np.maximum(ny, 1e-9)
     axes = columns(cross(y, z), y, z)
-    if good.all() and len(t) == len(torso):
+    if all_of(good) and len(t) == len(torso):
         return axes, full
     rot = np.tile(_EYE3, (len(torso), 1, 1))
     ok = np.zeros(len(torso), bool)

@@ -39,7 +39,7 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import best_rotations, clamp, dot, quat_to_matrix
+from .geometry import all_of, best_rotations, clamp, dot, quat_to_matrix
 from ..models.metadata import keypoint_info
 
 #: A generic adult face in the REP-155 face frame (m): x forward, y left, z up, origin at the
@@ -203,7 +203,7 @@ def _head_quats(xyz: np.ndarray, min_points: int, visible: np.ndarray | bool
     rot = quat_to_matrix(q)
     origin = mc - scale[:, None] * (rot @ tc[..., None])[..., 0]
     ok &= (scale > 0.3) & (scale < 3.0)  # (q is finite: the covariance is)
-    if ok.all():
+    if all_of(ok):
         return q, rot, origin, ok
     return (np.where(ok[:, None], q, _IDENTITY_Q), np.where(ok[:, None, None], rot, _EYE3),
             np.where(ok[:, None], origin, np.nan), ok)

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from .depth import torso_axes
-from .geometry import clamp, cross, dot, matrix_to_quat, unit, wrap
+from .geometry import all_of, any_of, clamp, cross, dot, matrix_to_quat, unit, wrap
 from .humanoid import (BoneLengths, humanoid_urdf, JOINT_NAMES, joint_transforms,
                        LENGTH_NAMES, LINK_NAMES, links_from_joints, LOWER, UPPER)
 from ..models.metadata import keypoint_info
@@ -315,7 +315,7 @@ class BodyKinematics:
         state = self._state.take(slots, 0)  # (B, 42)
         lengths, new_urdf = state[:, _LENGTHS], []
         calibrated = np.isfinite(lengths[:, 0])
-        if not calibrated.all():  # still calibrating: this frame's lengths
+        if not all_of(calibrated):  # still calibrating: this frame's lengths
             sell_b = None
             if have_head:
                 sell_b = np.einsum('bji,bj->bi', R,
@@ -334,7 +334,7 @@ class BodyKinematics:
 
         prev, last = state[:, _ANGLES], state[:, _SIDES].reshape(-1, 2, 3)
         angles, solved, sides = _solve(local, head_b, hv, prev, last)
-        if not solved.all():  # held: the last angles (a new track: 0)
+        if not all_of(solved):  # held: the last angles (a new track: 0)
             angles = np.where(solved, angles, np.where(np.isfinite(prev), prev, 0.0))
         out = clamp(angles, LOWER, UPPER)
         dt = stamp - state[:, _STAMP]
@@ -363,7 +363,7 @@ class BodyKinematics:
             alive = set(np.asarray(live).reshape(-1).tolist())
             if not self._row.keys() <= alive:
                 keep &= np.array([i in alive for i in self._row], bool).reshape(-1)
-        if keep.all():
+        if all_of(keep):
             return
         ids = list(self._row)
         rows = np.flatnonzero(keep)
@@ -440,7 +440,7 @@ def _solve(local: np.ndarray, head: np.ndarray | None, head_valid: np.ndarray,
     cand = _euler(m)
     p = np.where(has_prev[:, None, None], prev.take(_COLS, 1), 0.0)  # (B, 5, 3)
     th = _choose(cand * _SIGN5, _LO, _HI, p)  # (B, 5, 3)
-    if (np.abs(np.sin(th[:, :2, 1])) < 0.1).any():  # an arm near straight down
+    if any_of(np.abs(np.sin(th[:, :2, 1])) < 0.1):  # an arm near straight down
         ref = np.where(has_prev[:, None], p[:, :2, 0], th[:, :2, 0])  # new track: as measured
         th[:, :2] = _into_range(_unsingular(m[:, :2], th[:, :2], ref, _ROLL), _LO[:2], _HI[:2])
     sides = np.where(ok[:, :2, None], s_[:, :2], last)  # (the arms' bend sign is +1)

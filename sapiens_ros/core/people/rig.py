@@ -44,7 +44,7 @@ from functools import cache
 
 import numpy as np
 
-from .geometry import clamp, cross, dot, frames, matrix_to_quat, slerp_matrices, unit
+from .geometry import all_of, clamp, cross, dot, frames, matrix_to_quat, slerp_matrices, unit
 from ..models.metadata import keypoint_info
 
 #: Rotation of VRM model space in ``body_<id>``: columns are the model's X, Y, Z in body axes.
@@ -368,7 +368,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     L = _layout()
     W, V = np.empty((B, L.rows, 3, 3)), np.zeros((B, L.rows), bool)
     W[:, :M], W[:, M], V[:, :M] = F.swapaxes(-1, -2) @ plan.rest_t, _EYE3, measured
-    if not measured.all():  # unmeasured bones hold their parent's global
+    if not all_of(measured):  # unmeasured bones hold their parent's global
         for st, hold in zip(plan.stages, L.hold, strict=True):
             W[:, st.rows] = np.where(measured[:, st.rows, None, None], W[:, st.rows],
                                      W.take(hold, 1))
@@ -384,7 +384,7 @@ def rig_pose(xyz: np.ndarray, rotation: np.ndarray, origin: np.ndarray,
     G, valid = W.take(L.bones, 1), V.take(L.bones, 1)
     local = W.take(L.parents, 1).swapaxes(-1, -2) @ G  # parent^T global
     q = matrix_to_quat(local)
-    if not valid.all():  # bones at rest: their globals follow from their parents'
+    if not all_of(valid):  # bones at rest: their globals follow from their parents'
         q[~valid] = (0, 0, 0, 1)
         G = rig_globals(np.where(valid[..., None, None], local, _EYE3))
     return RigPose(q, G, valid)

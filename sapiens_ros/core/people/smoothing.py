@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from .geometry import all_of, any_of
+
 
 @dataclass
 class OneEuroConfig:
@@ -74,7 +76,7 @@ class OneEuroFilter:
         cfg = self.config
         values = np.asarray(values, np.float64)
         ids = np.asarray(ids, np.int64).reshape(-1)
-        if (ids < 0).any():  # untracked rows (tracking.UNTRACKED) have no history: raw
+        if any_of(ids < 0):  # untracked rows (tracking.UNTRACKED) have no history: raw
             out = values.copy()
             keep = ids >= 0
             out[keep] = self(ids[keep], values[keep], stamp)
@@ -111,7 +113,7 @@ class OneEuroFilter:
 
     def _forget(self, stamp: float) -> None:
         keep = stamp - self._t <= self.config.forget
-        if keep.all():
+        if all_of(keep):
             return
         ids = sorted(self._rows, key=self._rows.get)
         rows = np.flatnonzero(keep)
