@@ -18,7 +18,8 @@ Numpy arrays to ``sensor_msgs`` ``Image`` and ``PointCloud2`` and back, without 
 Bulk data goes in as an ``array.array('B')``: assigning an ndarray or memoryview to
 ``msg.data`` makes rclpy check every element (~200 ms for one 1024x768 image). The pipeline's
 host arrays already live in such buffers (``core.processing.hostbuf``), so this copies nothing
-(with :func:`adopting`'s keyword: on Jazzy the setter otherwise copies the array).
+(:func:`set_data`: on Jazzy the setter otherwise copies the array). The messages are built
+without rclpy's per-field checks (:func:`unchecked`): their fields are typed here.
 """
 
 from __future__ import annotations
@@ -37,17 +38,36 @@ from ..core.processing.hostbuf import as_buffer
 HOST_BIGENDIAN = sys.byteorder == 'big'
 
 
-def adopting(msg_type: type) -> dict:
-    """
-    Keyword arguments for ``msg_type(...)`` whose ``data`` setter keeps an ``array('B')`` as is.
+def _has_check_flag(msg_type: type) -> bool:
+    """Whether ``msg_type`` has Jazzy's per-instance ``check_fields`` switch."""
+    return '_check_fields' in getattr(msg_type, '__slots__', ())
 
-    Jazzy's generated messages skip field checks by default, and then the ``data`` setter copies
-    whatever it is given (``array.array('B', value)``: one full copy of an image); with
-    ``check_fields=True`` it keeps an ``array('B')`` without a copy or an element check. Older
-    distributions (Humble) always check, and keep it too: no keyword there.
+
+def unchecked(msg_type: type) -> dict:
     """
-    return {'check_fields': True} if '_check_fields' in getattr(msg_type, '__slots__', ()) \
-        else {}
+    Keyword arguments for ``msg_type(...)`` that skip rclpy's per-field checks where it can.
+
+    Jazzy's generated messages check fields only when asked (``check_fields=True``), Humble's
+    always: no keyword there.
+    """
+    return {'check_fields': False} if _has_check_flag(msg_type) else {}
+
+
+def set_data(msg, data: array.array) -> None:
+    """
+    ``msg.data = data``, kept as it is: no copy, no element check.
+
+    Jazzy's ``data`` setter copies its value unless the message checks its fields, and then an
+    ``array('B')`` is kept without an element check; Humble's always checks, and keeps it too.
+    """
+    if not _has_check_flag(type(msg)):
+        msg.data = data
+        return
+    checks, msg._check_fields = msg._check_fields, True
+    try:
+        msg.data = data
+    finally:
+        msg._check_fields = checks
 
 
 _FIELD_TYPES = {np.dtype('float32'): PointField.FLOAT32, np.dtype('uint32'): PointField.UINT32,
@@ -69,36 +89,41 @@ def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
     channels = pixels.shape[2] if pixels.ndim == 3 else 1
     msg = Image(header=header, height=int(pixels.shape[0]), width=int(pixels.shape[1]),
                 encoding=encoding, is_bigendian=HOST_BIGENDIAN and pixels.dtype.itemsize > 1,
-                **adopting(Image))
-    msg.step = int(pixels.shape[1]) * pixels.dtype.itemsize * channels
-    msg.data = byte_array(pixels)  # row-major whatever the strides: no padding
+                step=int(pixels.shape[1]) * pixels.dtype.itemsize * channels,
+                **unchecked(Image))
+    set_data(msg, byte_array(pixels))  # row-major whatever the strides: no padding
     return msg
 
 
 @functools.lru_cache(maxsize=64)
-def _field_layout(dtype: np.dtype) -> tuple[tuple[str, int, int], ...]:
-    """``(name, offset, PointField datatype)`` of each field of a record dtype."""
+def _point_fields(dtype: np.dtype) -> tuple[PointField, ...]:
+    """
+    The ``PointField`` of each field of a record dtype, made once per dtype.
+
+    Every cloud of that dtype lists the same ``PointField`` objects, as ``sensor_msgs_py``'s
+    ``create_cloud`` does with the list it is given: they are never changed.
+    """
     out = []
     for name in dtype.names:
         dt, offset = dtype.fields[name][:2]
-        out.append((name, offset, _FIELD_TYPES[dt.newbyteorder('=')]))
+        out.append(PointField(name=name, offset=offset,
+                              datatype=_FIELD_TYPES[dt.newbyteorder('=')], count=1))
     return tuple(out)
 
 
 def pointcloud2(header: Header, points: np.ndarray, height: int = 1,
                 width: int | None = None, dense: bool | None = None) -> PointCloud2:
     """``PointCloud2`` whose fields are the structured array's fields, packed with one copy."""
-    fields = [PointField(name=name, offset=offset, datatype=kind, count=1)
-              for name, offset, kind in _field_layout(points.dtype)]
     width = int(points.size // max(height, 1)) if width is None else int(width)
     if dense is None:
         dense = not any(np.isnan(points[n]).any() for n in points.dtype.names
                         if points.dtype[n].kind == 'f' and n != 'rgb')
-    msg = PointCloud2(header=header, height=int(height), width=width, fields=fields,
+    msg = PointCloud2(header=header, height=int(height), width=width,
+                      fields=list(_point_fields(points.dtype)),
                       is_bigendian=False, point_step=points.dtype.itemsize,
                       row_step=points.dtype.itemsize * width, is_dense=bool(dense),
-                      **adopting(PointCloud2))
-    msg.data = byte_array(points)
+                      **unchecked(PointCloud2))
+    set_data(msg, byte_array(points))
     return msg
 
 

@@ -218,8 +218,8 @@ def owning_buffer(values: np.ndarray) -> array.array | None:
         base = base.base
     if isinstance(base, memoryview):  # what np.frombuffer keeps
         base = base.obj
+    # A C-contiguous view as long as the buffer it lies in starts where the buffer starts.
     if not isinstance(base, array.array) or base.typecode != 'B' or \
             not values.flags.c_contiguous or values.nbytes != len(base):
         return None
-    start = values.__array_interface__['data'][0]
-    return base if start == base.buffer_info()[0] else None
+    return base
