@@ -285,6 +285,34 @@ def test_fast_camera_slow_model_no_backlog(graph):
     assert diag['_level'] == DiagnosticStatus.WARN  # p95 over the 100 ms threshold
 
 
+def test_publish_thread_leaves_the_cpu_threads_to_inference(graph):
+    """With ``cpu_threads`` 2, inference runs on 2 torch threads and publishing on one."""
+    import torch
+
+    before = torch.get_num_threads()
+    node = graph.perception(tasks='seg', cpu_threads=2)
+    try:
+        worker, seen = node.worker, {}
+        run, publish = worker.scheduler.run, worker.publish
+
+        def run_spy(requests):
+            seen.setdefault('infer', torch.get_num_threads())
+            return run(requests)
+
+        def publish_spy(frame_out):
+            seen.setdefault('publish', torch.get_num_threads())
+            return publish(frame_out)
+
+        worker.scheduler.run, worker.publish = run_spy, publish_spy
+        labels = graph.collect(Image, 'seg/labels')
+        pub = graph.publisher(Image, 'image')
+        graph.wait_for_subscribers(pub)
+        assert _pump(graph, pub, lambda: _image(graph.tester), lambda: labels)
+        assert seen == {'infer': 2, 'publish': 1}
+    finally:
+        torch.set_num_threads(before)
+
+
 def _settle(graph, node, outputs, quiet=0.2):
     """Wait until frames still in flight from an earlier burst have been processed."""
     while True:

@@ -57,6 +57,7 @@ from .summary import Summary
 from .video import VideoOut
 from .world import BagWorld
 from ..core.people.state import PeopleConfig
+from ..core.pipeline.host_threads import use_host_work_threads
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
 from ..core.processing.pointmap_camera import PointmapCamera
@@ -483,6 +484,7 @@ class Replayer:
         elif kind == 'input_error':
             self._write_input_error(out, *job[1:])
         else:
+            use_host_work_threads()  # after the main thread's first step: it keeps its threads
             for item, result in zip(job[1], job[2], strict=True):
                 self._write_frame(out, item, result)
                 self.progress.update()

@@ -46,6 +46,7 @@ from .people_world import PeopleWorld
 from .render_plan import MessageOptions, needs_host_image
 from .runtime import FrameSlots
 from .stamps import stamp_ns
+from ..core.pipeline.host_threads import use_host_work_threads
 from ..core.pipeline.scheduler import FrameOutcome, Scheduler
 
 DECODERS = 2  # threads decoding the cameras' frames of a step side by side
@@ -220,6 +221,7 @@ class StepWorker:
             except queue.Empty:
                 continue
             self._publish_busy = True
+            use_host_work_threads()  # after the inference thread's first step: it keeps its own
             try:
                 for frame_out in processed:
                     if not self._can_publish():
