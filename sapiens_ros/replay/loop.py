@@ -57,8 +57,8 @@ from .summary import Summary
 from .video import VideoOut
 from .world import BagWorld
 from ..core.people.state import PeopleConfig
-from ..core.pipeline.host_threads import use_host_work_threads
 from ..core.people.tracking import IdAllocator
+from ..core.pipeline.host_threads import use_host_work_threads
 from ..core.pipeline.scheduler import Camera, FrameOutcome, FrameRequest, Scheduler
 from ..core.processing.pointmap_camera import PointmapCamera
 from ..ros.hri_lists import HRI_MSGS_ERROR

@@ -218,7 +218,7 @@ def owning_buffer(values: np.ndarray) -> array.array | None:
         base = base.base
     if isinstance(base, memoryview):  # what np.frombuffer keeps
         base = base.obj
-    # A C-contiguous view as long as the buffer it lies in starts where the buffer starts.
+    # A C-contiguous view as long as the buffer it lies in covers all of it, from its start.
     if not isinstance(base, array.array) or base.typecode != 'B' or \
             not values.flags.c_contiguous or values.nbytes != len(base):
         return None
