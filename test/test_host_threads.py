@@ -31,7 +31,7 @@ def _in_thread(fn):
 
 @pytest.fixture
 def three_threads():
-    """The process at 3 intra-op threads (any count above one shows the difference)."""
+    """Run the process at 3 intra-op threads (any count above one shows the difference)."""
     before = torch.get_num_threads()
     torch.set_num_threads(3)
     yield 3

@@ -79,7 +79,7 @@ def msg_dir(package: str) -> Path | None:
 @functools.lru_cache(maxsize=1024)
 def _parsed_msg(path: Path, mtime_ns: int, name: str) -> tuple[dict, tuple[str, ...]]:
     """
-    The types a ``.msg`` file defines and the packages its fields name; once per file version.
+    Return the types a ``.msg`` file defines and the packages its fields name (once a version).
 
     Parsing is most of the cost of opening a bag (~50 ms for vision_msgs and hri_msgs), and a
     fleet opens two bags per input. The dict is rosbags' (read only: ``Typestore.register``

@@ -98,7 +98,7 @@ def image_msg(header: Header, pixels: np.ndarray, encoding: str) -> Image:
 @functools.lru_cache(maxsize=64)
 def _point_fields(dtype: np.dtype) -> tuple[PointField, ...]:
     """
-    The ``PointField`` of each field of a record dtype, made once per dtype.
+    Return the ``PointField`` of each field of a record dtype, made once per dtype.
 
     Every cloud of that dtype lists the same ``PointField`` objects, as ``sensor_msgs_py``'s
     ``create_cloud`` does with the list it is given: they are never changed.
