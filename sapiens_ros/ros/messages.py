@@ -143,17 +143,11 @@ def persons_cloud(header: Header, result: FrameResult,
     return pointcloud2(header, cloud, height=1, width=len(cloud), dense=True)
 
 
-def _points(xyz: np.ndarray) -> list:
-    """
-    ``geometry_msgs/Point`` list of ``(N, 3)`` float64 rows: ~0.15 us a point.
+_POINT_FLAG = '_check_fields' in getattr(Point, '__slots__', ())  # Jazzy's per-message switch
 
-    The points are made as their class's ``__new__`` and slots, what the generated constructor
-    does after its argument checks and default values (~0.8 us a point on Jazzy unchecked, 5x
-    more with checks); :func:`_point_slots` checks at import that the layout is the expected one
-    and falls back to the constructor otherwise.
-    """
-    if not _FAST_POINTS:
-        return [Point(x=x, y=y, z=z, **_NOCHECK) for x, y, z in xyz.tolist()]
+
+def _slot_points(xyz: np.ndarray) -> list:
+    """Points made as the generated constructor makes them, less its checks and defaults."""
     new, out = Point.__new__, []
     for x, y, z in xyz.tolist():
         point = new(Point)
@@ -164,20 +158,28 @@ def _points(xyz: np.ndarray) -> list:
     return out
 
 
-def _point_slots() -> tuple[bool, bool]:
-    """Return whether :func:`_points` may fill ``Point``'s slots, and whether it has the flag."""
-    slots = set(getattr(Point, '__slots__', ()))
-    flag = '_check_fields' in slots
-    if not {'_x', '_y', '_z'} <= slots or slots - {'_x', '_y', '_z', '_check_fields'}:
-        return False, flag
-    point = Point.__new__(Point)
-    point._x, point._y, point._z = 1.0, 2.0, 3.0
-    if flag:
-        point._check_fields = False
-    return point == Point(x=1.0, y=2.0, z=3.0), flag
+def _slots_fit() -> bool:
+    """Return whether ``Point`` has the slots :func:`_slot_points` fills, and equal points."""
+    slots = set(getattr(Point, '__slots__', ())) - {'_check_fields'}
+    return slots == {'_x', '_y', '_z'} and \
+        _slot_points(np.array([[1.0, 2.0, 3.0]])) == [Point(x=1.0, y=2.0, z=3.0)]
 
 
-_FAST_POINTS, _POINT_FLAG = _point_slots()
+_FAST_POINTS = _slots_fit()
+
+
+def _points(xyz: np.ndarray) -> list:
+    """
+    ``geometry_msgs/Point`` list of ``(N, 3)`` float64 rows: ~0.15 us a point.
+
+    The points are made as their class's ``__new__`` and slots (:func:`_slot_points`), what the
+    generated constructor does after its argument checks and default values (~0.8 us a point on
+    Jazzy unchecked, 5x more with checks); at import :func:`_slots_fit` checks that the layout
+    is the expected one, else the constructor makes them.
+    """
+    if _FAST_POINTS:
+        return _slot_points(xyz)
+    return [Point(x=x, y=y, z=z, **_NOCHECK) for x, y, z in xyz.tolist()]
 
 
 def _marker(header: Header, ns: str, kind: int, points: list, size: float,

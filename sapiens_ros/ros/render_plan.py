@@ -60,6 +60,11 @@ class MessageOptions:
     keypoint_format: str = 'sapiens308'  # pose/keypoints and pose/markers: KEYPOINT_FORMATS
 
 
+def _kept_on_device(result: FrameResult) -> frozenset[str]:
+    """Return the rendered names drawn on the frame the pipeline kept on its device, if any."""
+    return AFTER_TRACKING if result.device_frame is not None else frozenset()
+
+
 def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> list[str]:
     """
     Raw suffixes ``result`` can fill; no compressed ones.
@@ -67,7 +72,7 @@ def available_outputs(result: FrameResult, image: np.ndarray | None = None) -> l
     Overlays need the input image, unless the pipeline rendered them, or kept its device frame
     for the pose overlay (drawn after tracking).
     """
-    kept = AFTER_TRACKING if result.device_frame is not None else frozenset()
+    kept = _kept_on_device(result)
     out = []
     for task, suffixes in TASK_OUTPUTS.items():
         if getattr(result, task) is None:
@@ -83,7 +88,7 @@ def needs_host_image(render: RenderRequest, result: FrameResult) -> bool:
 
     They do for an overlay the pipeline neither rendered nor kept its device frame for.
     """
-    kept = AFTER_TRACKING if result.device_frame is not None else frozenset()
+    kept = _kept_on_device(result)
     return any(key.split('.')[0].endswith('overlay') and key.split('.')[0] not in kept
                for key in render.keys() - set(result.rendered))
 
