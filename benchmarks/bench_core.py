@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402, I100
 from sapiens_ros.backends.torch_runner import TorchRunner  # noqa: E402
 from sapiens_ros.core.models.configs import random_model  # noqa: E402
 from sapiens_ros.core.models.input_size import parse_size  # noqa: E402
+from sapiens_ros.core.pipeline.host_memory import keep_freed_memory  # noqa: E402
 from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from sapiens_ros.core.processing.boxes import crop_windows  # noqa: E402
 from sapiens_ros.core.processing.frames import FrameBatch  # noqa: E402
@@ -101,9 +102,10 @@ def main() -> None:
     from skimage import data
 
     frame = data.astronaut()
+    memory = keep_freed_memory()  # as in every process that loads a pipeline
     print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, input {w}x{h}, '
           f'frame 512x512 (astronaut), pose with {len(BOXES)} persons, median of '
-          f'{args.repeat}')
+          f'{args.repeat}; host memory: {memory}')
     header = ('| layout | head | preprocess ms | forward ms | decode ms | to-host ms | '
               'end-to-end ms | bare model ms | ratio | target |')
     print(header)

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from bench_node import default_domain  # noqa: E402, I100 - beside this script
 from sapiens_ros.core.models.input_size import Size  # noqa: E402
 from sapiens_ros.core.models.runners import OUTPUT_NAMES  # noqa: E402
+from sapiens_ros.core.pipeline.host_memory import keep_freed_memory  # noqa: E402
 from sapiens_ros.core.pipeline.pipeline import Pipeline, PipelineConfig  # noqa: E402
 import torch  # noqa: E402, I100
 
@@ -578,9 +579,10 @@ def main() -> None:
                       ROS_DOMAIN_ID=str(args.domain))  # the in-process publishers too
     import rclpy
 
+    memory = keep_freed_memory()  # as in the node's process (load_pipeline does it)
     print(f'bench_host: torch {torch.__version__}, {torch.get_num_threads()} threads, '
           f'{os.cpu_count()} CPUs, rclpy {getattr(rclpy, "__version__", "?")}, '
-          f'load average {os.getloadavg()[0]:.1f}')
+          f'load average {os.getloadavg()[0]:.1f}, host memory: {memory}')
     first = None
     for text in args.sizes.split(','):
         width, height = (int(v) for v in text.split('x'))

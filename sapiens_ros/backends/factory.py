@@ -43,6 +43,7 @@ from ..core.errors import SapiensError, UnknownTaskError
 from ..core.models.input_size import Size, task_input_sizes
 from ..core.models.loading import load_config, load_model, parse_device, resolve_sources
 from ..core.models.registry import DEFAULT_SIZE, parse_tasks
+from ..core.pipeline.host_memory import keep_freed_memory
 from ..core.pipeline.pipeline import Pipeline, PipelineConfig
 
 LOG = logging.getLogger(__name__)
@@ -324,8 +325,11 @@ def load_pipeline(tasks: str | Sequence[str], *, backend: str = 'torch',
     go to :func:`make_runner` (batch profile, torch.compile, CUDA graphs, ORT providers, engine
     cache, ...). This is the one place that turns a model description into runners: the core
     only receives them (``Pipeline(runners, config, device)``). The Pipeline gets a copy of
-    ``config`` with every head's size decided; the caller's is left as it was.
+    ``config`` with every head's size decided; the caller's is left as it was. The process
+    keeps its freed host memory from then on (:func:`keep_freed_memory`: no page faults per
+    frame).
     """
+    LOG.info('host memory: %s', keep_freed_memory())
     config = config or PipelineConfig()
     requested = parse_tasks(tasks)
     tasks = config.required_tasks(requested)
