@@ -210,7 +210,7 @@ def main() -> None:
               f'{running / core:.2f} | {writer:.1f} | {bound:.2f} |', flush=True)
     print('\n"running": from the first batch written to the last, without opening the bags '
           '(which a long replay pays once) and closing them. "writer CPU": the CPU time of '
-          "the writer thread per frame (build, render, encode, serialize, write), median of the "
+          'the writer thread per frame (build, render, encode, serialize, write), median of the '
           'runs. "core ÷ (core + writer)": the ratio if each writer millisecond delays the '
           "inference by one, as it does where the inference's threads fill every core.")
 

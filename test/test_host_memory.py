@@ -50,9 +50,9 @@ print(json.dumps({'said': said, 'faults': faults}))
 
 
 def _frames(call: bool, **env) -> dict:
+    ours = ('GLIBC_TUNABLES', 'LD_PRELOAD', 'SAPIENS_ROS_MALLOC_TUNING')
     environ = {k: v for k, v in os.environ.items()
-               if not k.startswith('MALLOC_') and k not in ('GLIBC_TUNABLES', 'LD_PRELOAD',
-                                                           'SAPIENS_ROS_MALLOC_TUNING')}
+               if not k.startswith('MALLOC_') and k not in ours}
     out = subprocess.run([sys.executable, '-c', _FRAMES, 'call' if call else 'no'],
                          env={**environ, **env}, capture_output=True, text=True, check=True,
                          timeout=120)
