@@ -58,6 +58,7 @@ from ..core.models.registry import parse_tasks, PERCEPTION_TASKS
 from ..core.people.state import PeopleConfig
 from ..core.people.tracking import IdAllocator
 from ..core.pipeline.budget import check_rate, INHERIT_RATE
+from ..core.pipeline.host_memory import keep_freed_memory
 from ..core.pipeline.pipeline import Pipeline, PipelineConfig
 from ..core.pipeline.plan import pipeline_box_source
 from ..core.pipeline.scheduler import Camera, Scheduler
@@ -352,7 +353,8 @@ class PerceptionNode(LifecycleNode):
             served = f' for cameras {", ".join(names)}' if names != ('',) else ''
             self.get_logger().info(
                 f'loaded {", ".join(self.tasks)} in {time.perf_counter() - t0:.1f} s on '
-                f'{self.pipeline.device}{served} ({self._model_ids()}; inputs {sizes})')
+                f'{self.pipeline.device}{served} ({self._model_ids()}; inputs {sizes}; '
+                f'host memory: {keep_freed_memory()})')
         except Exception as exc:  # noqa: BLE001 - rclpy would swallow it: say why, fail
             self.pipeline = self.scheduler = None
             self.cameras = {}
