@@ -31,9 +31,10 @@ pytestmark = pytest.mark.skipif(
     not sys.platform.startswith('linux') or
     not hasattr(ctypes.CDLL(None), 'gnu_get_libc_version'), reason='glibc malloc only')
 
-# A 48 MiB buffer is above glibc's largest dynamic mmap threshold (32 MiB): by default every
-# allocation of it is a fresh mapping whose pages fault in as numpy fills them (as many faults
-# as the first frame's: fewer than pages where the kernel maps transparent huge pages).
+# Two 30 MiB buffers a frame (below the 32 MiB that every glibc lets ``mallopt`` keep): by
+# default malloc trims the 60 MiB they leave at its heap's top back to the kernel, so every
+# frame faults their pages in again as numpy fills them (as many faults as the first frame's:
+# fewer than pages where the kernel maps transparent huge pages).
 _FRAMES = r"""
 import json, resource, sys
 import numpy as np
@@ -42,8 +43,8 @@ said = keep_freed_memory() if sys.argv[1] == 'call' else 'not called'
 faults = []
 for _ in range(6):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    buf = np.ones(48 << 20, np.uint8)
-    del buf
+    bufs = [np.ones(30 << 20, np.uint8) for _ in range(2)]
+    del bufs
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 print(json.dumps({'said': said, 'faults': faults}))
 """

@@ -20,8 +20,8 @@ glibc's malloc serves blocks above its mmap threshold with a fresh ``mmap`` and 
 back with ``munmap``, and it trims its heaps' free tops back to the kernel: each frame then
 page-faults (and the kernel zeroes) the same memory again, and every ``munmap`` interrupts the
 process's other threads to flush their TLBs. On this project's 2-core CPU the tiny-model
-pipeline took ~19,000 page faults per 640x480 frame and ran 1.5-1.7x slower than with the
-memory kept (``docs/benchmarks.md``, "host memory").
+pipeline took ~19,000 page faults per 640x480 frame and ran 1.3-1.7x slower than with the
+memory kept (``docs/benchmarks.md``, "freed host memory kept").
 
 :func:`keep_freed_memory` raises both thresholds once per process, as PyTorch's CPU
 performance guides do with jemalloc or tcmalloc (and OpenVINO with ``mallopt``): freed blocks
