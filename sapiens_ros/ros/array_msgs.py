@@ -38,8 +38,8 @@ from ..core.processing.hostbuf import as_buffer
 HOST_BIGENDIAN = sys.byteorder == 'big'
 
 
-def _has_check_flag(msg_type: type) -> bool:
-    """Whether ``msg_type`` has Jazzy's per-instance ``check_fields`` switch."""
+def has_check_flag(msg_type: type) -> bool:
+    """Tell whether ``msg_type`` has Jazzy's per-instance ``check_fields`` switch."""
     return '_check_fields' in getattr(msg_type, '__slots__', ())
 
 
@@ -50,7 +50,7 @@ def unchecked(msg_type: type) -> dict:
     Jazzy's generated messages check fields only when asked (``check_fields=True``), Humble's
     always: no keyword there.
     """
-    return {'check_fields': False} if _has_check_flag(msg_type) else {}
+    return {'check_fields': False} if has_check_flag(msg_type) else {}
 
 
 def set_data(msg, data: array.array) -> None:
@@ -60,7 +60,7 @@ def set_data(msg, data: array.array) -> None:
     Jazzy's ``data`` setter copies its value unless the message checks its fields, and then an
     ``array('B')`` is kept without an element check; Humble's always checks, and keeps it too.
     """
-    if not _has_check_flag(type(msg)):
+    if not has_check_flag(type(msg)):
         msg.data = data
         return
     checks, msg._check_fields = msg._check_fields, True

@@ -35,7 +35,8 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .array_msgs import byte_array, image_msg, pointcloud2, set_data, unchecked
+from .array_msgs import (byte_array, has_check_flag, image_msg, pointcloud2, set_data,
+                         unchecked)
 from .render_plan import compressed_source, MessageOptions, render_request, wanted_outputs
 from .topic_types import optional_outputs
 from .topics import (COMPRESSED_OUTPUTS, INFO_TOPICS, KEYPOINT_DTYPE, NORMAL_ENCODINGS,
@@ -143,7 +144,7 @@ def persons_cloud(header: Header, result: FrameResult,
     return pointcloud2(header, cloud, height=1, width=len(cloud), dense=True)
 
 
-_POINT_FLAG = '_check_fields' in getattr(Point, '__slots__', ())  # Jazzy's per-message switch
+_POINT_FLAG = has_check_flag(Point)  # Jazzy's per-message switch
 
 
 def _slot_points(xyz: np.ndarray) -> list:
